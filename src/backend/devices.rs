@@ -1,0 +1,218 @@
+//! Enumerates every device this build can use: the CPU, each wgpu adapter
+//! (Vulkan/DX12/Metal) and each CUDA device. Never panics: a missing driver is
+//! an empty list plus a note.
+
+use serde::Serialize;
+
+/// Broad class of a device, in `auto`'s order of preference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceClass {
+    Discrete,
+    Integrated,
+    Virtual,
+    Cpu,
+    /// A GPU API implemented on the CPU (lavapipe, llvmpipe): slower than `cpu`.
+    Software,
+}
+
+/// One device as `ferrofit devices` shows it.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceInfo {
+    /// `cpu`, `cuda`, or the wgpu API (`vulkan`, `dx12`, `metal`, `gl`).
+    pub api: String,
+    /// Index within its API, as `--device` takes it.
+    pub index: usize,
+    pub name: String,
+    pub vendor: String,
+    pub class: DeviceClass,
+    pub driver: String,
+    /// Memory the device reports, in bytes (CPU: system memory; wgpu: largest buffer).
+    pub memory_bytes: Option<u64>,
+    /// What `memory_bytes` means for this device.
+    pub memory_note: String,
+}
+
+/// Everything found, plus notes on what could not be probed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Inventory {
+    pub devices: Vec<DeviceInfo>,
+    pub notes: Vec<String>,
+}
+
+impl Inventory {
+    /// Probes every compiled-in API.
+    pub fn probe() -> Inventory {
+        let mut inv = Inventory {
+            devices: vec![cpu_info()],
+            notes: vec![],
+        };
+        #[cfg(feature = "cuda")]
+        cuda_devices(&mut inv);
+        #[cfg(not(feature = "cuda"))]
+        inv.notes
+            .push("cuda: not compiled in (cargo feature `cuda`)".into());
+        #[cfg(feature = "wgpu")]
+        wgpu_devices(&mut inv);
+        #[cfg(not(feature = "wgpu"))]
+        inv.notes
+            .push("wgpu: not compiled in (cargo feature `wgpu`)".into());
+        inv
+    }
+
+    /// Devices of one API, in index order.
+    pub fn of_api<'a>(&'a self, api: &'a str) -> impl Iterator<Item = &'a DeviceInfo> + 'a {
+        self.devices.iter().filter(move |d| d.api == api)
+    }
+}
+
+fn cpu_info() -> DeviceInfo {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.starts_with(key))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|s| s.trim().to_string())
+    };
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map(|kb| kb * 1024);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    DeviceInfo {
+        api: "cpu".into(),
+        index: 0,
+        name: format!(
+            "{} ({threads} threads)",
+            field("model name").unwrap_or_else(|| std::env::consts::ARCH.to_string())
+        ),
+        vendor: field("vendor_id").unwrap_or_default(),
+        class: DeviceClass::Cpu,
+        driver: String::new(),
+        memory_bytes: mem,
+        memory_note: "system memory".into(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_devices(inv: &mut Inventory) {
+    use cudarc::driver::CudaContext;
+    // SAFETY: only tries to dlopen libcuda; no CUDA call is made when it is absent.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        inv.notes
+            .push("cuda: no NVIDIA driver (libcuda) found".into());
+        return;
+    }
+    let count = match CudaContext::device_count() {
+        Ok(c) => c.max(0) as usize,
+        Err(e) => {
+            inv.notes
+                .push(format!("cuda: driver present but not usable: {e:?}"));
+            return;
+        }
+    };
+    let mut version = 0i32;
+    // SAFETY: plain query of the loaded driver.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    for index in 0..count {
+        let Ok(ctx) = CudaContext::new(index) else {
+            continue;
+        };
+        let cc = ctx
+            .compute_capability()
+            .map(|(a, b)| format!(", sm_{a}{b}"))
+            .unwrap_or_default();
+        inv.devices.push(DeviceInfo {
+            api: "cuda".into(),
+            index,
+            name: ctx.name().unwrap_or_else(|_| "CUDA device".into()),
+            vendor: "NVIDIA".into(),
+            class: DeviceClass::Discrete,
+            driver: format!("CUDA {}.{}{cc}", version / 1000, (version % 1000) / 10),
+            memory_bytes: ctx.total_mem().ok().map(|m| m as u64),
+            memory_note: "device memory".into(),
+        });
+    }
+}
+
+/// The wgpu API name of a backend.
+#[cfg(feature = "wgpu")]
+pub fn wgpu_api_name(b: wgpu::Backend) -> &'static str {
+    match b {
+        wgpu::Backend::Vulkan => "vulkan",
+        wgpu::Backend::Dx12 => "dx12",
+        wgpu::Backend::Metal => "metal",
+        wgpu::Backend::Gl => "gl",
+        _ => "other",
+    }
+}
+
+/// All wgpu adapters of the given APIs, in wgpu's order.
+#[cfg(feature = "wgpu")]
+pub fn wgpu_adapters(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    cubecl::future::block_on(instance.enumerate_adapters(backends))
+}
+
+#[cfg(feature = "wgpu")]
+fn wgpu_devices(inv: &mut Inventory) {
+    let adapters = std::panic::catch_unwind(|| {
+        wgpu_adapters(wgpu::Backends::VULKAN | wgpu::Backends::DX12 | wgpu::Backends::METAL)
+    });
+    let Ok(adapters) = adapters else {
+        inv.notes
+            .push("wgpu: probing adapters crashed; check the graphics driver".into());
+        return;
+    };
+    if adapters.is_empty() {
+        inv.notes.push("wgpu: no Vulkan/DX12/Metal adapter (install a driver, or mesa-vulkan-drivers for a software one)".into());
+    }
+    let mut per_api: std::collections::HashMap<&str, usize> = Default::default();
+    for a in adapters {
+        let info = a.get_info();
+        let api = wgpu_api_name(info.backend);
+        let index = per_api.entry(api).or_default();
+        inv.devices.push(DeviceInfo {
+            api: api.into(),
+            index: *index,
+            name: info.name.clone(),
+            vendor: vendor_name(info.vendor),
+            class: match info.device_type {
+                wgpu::DeviceType::DiscreteGpu => DeviceClass::Discrete,
+                wgpu::DeviceType::IntegratedGpu => DeviceClass::Integrated,
+                wgpu::DeviceType::VirtualGpu => DeviceClass::Virtual,
+                _ => DeviceClass::Software,
+            },
+            driver: format!("{} {}", info.driver, info.driver_info)
+                .trim()
+                .to_string(),
+            memory_bytes: Some(a.limits().max_buffer_size),
+            memory_note: "largest buffer the adapter accepts (wgpu reports no total)".into(),
+        });
+        *index += 1;
+    }
+}
+
+#[cfg(feature = "wgpu")]
+fn vendor_name(id: u32) -> String {
+    match id {
+        0x10de => "NVIDIA".into(),
+        0x1002 => "AMD".into(),
+        0x8086 => "Intel".into(),
+        0x106b => "Apple".into(),
+        0x5143 => "Qualcomm".into(),
+        0x13b5 => "ARM".into(),
+        0x10005 => "Mesa".into(),
+        0 => String::new(),
+        other => format!("{other:#06x}"),
+    }
+}

@@ -1,0 +1,33 @@
+//! The command line: `ferrofit devices` and `ferrofit train`.
+
+mod devices;
+mod progress;
+mod train;
+
+use clap::{Parser, Subcommand};
+
+/// Train small neural networks on any GPU or the CPU, and measure it.
+#[derive(Parser, Debug)]
+#[command(name = "ferrofit", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List every device this build can use.
+    Devices(devices::DevicesArgs),
+    /// Train an MLP (default: the field report's seed job).
+    Train(Box<train::TrainArgs>),
+}
+
+/// Parses the process arguments and runs the command.
+pub fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Devices(a) => devices::run(a),
+        Command::Train(a) => train::run(*a),
+    }
+}

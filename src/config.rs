@@ -1,0 +1,242 @@
+//! Every knob of a training run, with defaults, validation and a JSON form.
+//!
+//! The CLI parses into [`TrainConfig`]; engines read only this struct, and the
+//! run record stores it verbatim so a run can be repeated.
+
+use crate::error::{FerroError, Result};
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
+/// Hidden-layer activation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    Relu,
+    Tanh,
+    Sigmoid,
+    Silu,
+    Gelu,
+}
+
+/// Training loss (mean over points and outputs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Loss {
+    Mse,
+    L1,
+    /// Huber with delta = 1 (PyTorch's `HuberLoss()` default).
+    Huber,
+}
+
+/// Optimizer; all use f32 master weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    Sgd,
+    /// SGD with momentum 0.9, no dampening (PyTorch's semantics).
+    Momentum,
+    Adam,
+    Adamw,
+}
+
+/// Learning-rate schedule over the run's optimizer steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    Constant,
+    /// Cosine decay from lr to 0 over the run.
+    Cosine,
+    /// Multiply by 0.1 at 50% and 75% of the run.
+    Step,
+}
+
+/// Compute precision. Weights and optimizer state stay f32 in every mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    F32,
+    F16,
+    Bf16,
+}
+
+/// Which engine trains the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// Fused when the model fits its envelope, general otherwise.
+    Auto,
+    /// Burn with autodiff: any model, the reference path.
+    General,
+    /// A whole training step in one or two kernels.
+    Fused,
+}
+
+/// Shape of the MLP: `inputs -> hidden x layers -> outputs`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelSpec {
+    pub inputs: usize,
+    pub hidden: usize,
+    /// Number of hidden layers (1 = the seed's Linear-ReLU-Linear).
+    pub layers: usize,
+    pub outputs: usize,
+    pub activation: Activation,
+}
+
+impl ModelSpec {
+    /// (fan_in, fan_out) of every linear layer, input to output.
+    pub fn layer_dims(&self) -> Vec<(usize, usize)> {
+        let mut dims = vec![(self.inputs, self.hidden)];
+        for _ in 1..self.layers {
+            dims.push((self.hidden, self.hidden));
+        }
+        dims.push((self.hidden, self.outputs));
+        dims
+    }
+
+    /// Number of trainable scalars.
+    pub fn parameter_count(&self) -> usize {
+        self.layer_dims().iter().map(|(i, o)| i * o + o).sum()
+    }
+}
+
+/// Everything a training run needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub task: String,
+    pub n: usize,
+    pub model: ModelSpec,
+    pub loss: Loss,
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub weight_decay: f64,
+    pub schedule: Schedule,
+    /// Optimizer steps.
+    pub steps: usize,
+    /// Points per micro-batch; `None` is the full batch.
+    pub batch_size: Option<usize>,
+    /// Micro-batches per optimizer step (loss divided by this).
+    pub accumulate: usize,
+    pub precision: Precision,
+    pub seed: u64,
+    /// Stop as soon as the loss is at or below this.
+    pub target_loss: Option<f64>,
+    /// Create the data on the device (true) or on the host and upload it.
+    pub data_on_device: bool,
+    /// Loss is read back every this many steps (1 = every step).
+    pub log_every: usize,
+}
+
+impl Default for TrainConfig {
+    /// The field report's job: x² + 0.3·U(0,1), 1e6 points, H = 10, SGD, 100 full-batch steps.
+    fn default() -> Self {
+        TrainConfig {
+            task: "x2-noise".into(),
+            n: 1_000_000,
+            model: ModelSpec {
+                inputs: 1,
+                hidden: 10,
+                layers: 1,
+                outputs: 1,
+                activation: Activation::Relu,
+            },
+            loss: Loss::Mse,
+            optimizer: OptimizerKind::Sgd,
+            lr: 0.2,
+            weight_decay: 0.0,
+            schedule: Schedule::Constant,
+            steps: 100,
+            batch_size: None,
+            accumulate: 1,
+            precision: Precision::F32,
+            seed: 42,
+            target_loss: None,
+            data_on_device: true,
+            log_every: 1,
+        }
+    }
+}
+
+impl TrainConfig {
+    /// Points in one micro-batch.
+    pub fn micro_batch(&self) -> usize {
+        self.batch_size.unwrap_or(self.n).min(self.n)
+    }
+
+    /// Rejects every nonsense value with the fix named.
+    pub fn validate(&self) -> Result<()> {
+        let m = &self.model;
+        if self.n == 0 {
+            return Err(FerroError::arg(
+                "n",
+                0,
+                "the number of points must be at least 1",
+            ));
+        }
+        if m.hidden == 0 {
+            return Err(FerroError::arg(
+                "hidden",
+                0,
+                "use at least 1 hidden unit (the seed job uses 10)",
+            ));
+        }
+        if m.layers == 0 {
+            return Err(FerroError::arg("layers", 0, "use at least 1 hidden layer"));
+        }
+        if m.inputs == 0 || m.outputs == 0 {
+            return Err(FerroError::arg(
+                "inputs",
+                m.inputs,
+                "a model needs at least one input and one output",
+            ));
+        }
+        if !(self.lr.is_finite() && self.lr > 0.0) {
+            return Err(FerroError::arg(
+                "lr",
+                self.lr,
+                "the learning rate must be a finite number > 0, e.g. --lr 0.1",
+            ));
+        }
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(FerroError::arg(
+                "weight-decay",
+                self.weight_decay,
+                "weight decay must be a finite number >= 0",
+            ));
+        }
+        if self.steps == 0 {
+            return Err(FerroError::arg("steps", 0, "train for at least 1 step"));
+        }
+        if self.batch_size == Some(0) {
+            return Err(FerroError::arg(
+                "batch-size",
+                0,
+                "use a positive batch size, or leave it out for the full batch",
+            ));
+        }
+        if self.accumulate == 0 {
+            return Err(FerroError::arg(
+                "accumulate",
+                0,
+                "accumulate over at least 1 micro-batch",
+            ));
+        }
+        if self.log_every == 0 {
+            return Err(FerroError::arg(
+                "log-every",
+                0,
+                "read the loss back at least every step (1) or less often (>1)",
+            ));
+        }
+        if let Some(t) = self.target_loss {
+            if !t.is_finite() || t < 0.0 {
+                return Err(FerroError::arg(
+                    "target-loss",
+                    t,
+                    "the target loss must be a finite number >= 0",
+                ));
+            }
+        }
+        crate::task::Task::parse(&self.task)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,81 @@
+//! The fused engine on the CPU: [`cpu_kernel`](super::cpu_kernel) for the step,
+//! [`FlatOptimizer`] for the update, all in host memory.
+
+use super::cpu_kernel;
+use super::optim::FlatOptimizer;
+use crate::batches::Batch;
+use crate::config::TrainConfig;
+use crate::engine::StepEngine;
+use crate::error::Result;
+use crate::model::Params;
+use crate::task::Dataset;
+
+/// Fused CPU engine state.
+pub struct CpuFused {
+    cfg: TrainConfig,
+    data: Dataset,
+    params: Params,
+    flat: Vec<f32>,
+    grad: Vec<f64>,
+    loss_sum: f64,
+    last_loss: f64,
+    optim: FlatOptimizer,
+}
+
+impl CpuFused {
+    /// An engine that starts from `init` on `data`.
+    pub fn new(cfg: &TrainConfig, data: Dataset, init: Params) -> Self {
+        let flat = init.flatten();
+        CpuFused {
+            optim: FlatOptimizer::new(cfg.optimizer, cfg.weight_decay, flat.len()),
+            grad: vec![0.0; flat.len()],
+            cfg: cfg.clone(),
+            data,
+            params: init,
+            flat,
+            loss_sum: 0.0,
+            last_loss: f64::NAN,
+        }
+    }
+}
+
+impl StepEngine for CpuFused {
+    fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
+        let denom = (count * self.data.outputs) as f32;
+        let m = &self.cfg.model;
+        let (l, g) = cpu_kernel::loss_and_grad(
+            &self.params,
+            m.activation,
+            self.cfg.loss,
+            &self.data,
+            batch,
+            1.0 / denom,
+        );
+        self.loss_sum += l / denom as f64;
+        for (a, v) in self.grad.iter_mut().zip(g) {
+            *a += v;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, lr: f64) -> Result<()> {
+        let g: Vec<f32> = self.grad.iter().map(|&v| v as f32).collect();
+        self.optim.step(&mut self.flat, &g, lr);
+        self.params = self.params.with_flat(&self.flat);
+        self.grad.iter_mut().for_each(|v| *v = 0.0);
+        self.last_loss = std::mem::take(&mut self.loss_sum);
+        Ok(())
+    }
+
+    fn last_loss(&mut self) -> Result<f64> {
+        Ok(self.last_loss)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn params(&mut self) -> Result<Params> {
+        Ok(self.params.clone())
+    }
+}

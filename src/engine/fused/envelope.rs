@@ -1,0 +1,46 @@
+//! What the fused engine supports, checked before a run starts.
+//!
+//! Inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden layers, every
+//! activation and loss of `train`, f32 compute. Outside this `--engine auto`
+//! uses the general engine and records why; `--engine fused` fails with the reason.
+
+use crate::config::{Precision, TrainConfig};
+use crate::error::{FerroError, Result};
+
+/// Largest input or output width.
+pub const MAX_IO: usize = 16;
+/// Largest hidden width.
+pub const MAX_HIDDEN: usize = 128;
+/// Largest number of hidden layers.
+pub const MAX_LAYERS: usize = 8;
+
+/// Ok when the fused engine can train `cfg`, else the reason.
+pub fn check(cfg: &TrainConfig) -> Result<()> {
+    let m = &cfg.model;
+    let fail = |reason: String| Err(FerroError::OutsideEnvelope { reason });
+    if m.inputs > MAX_IO || m.outputs > MAX_IO {
+        return fail(format!(
+            "{} inputs / {} outputs; at most {MAX_IO} each",
+            m.inputs, m.outputs
+        ));
+    }
+    if m.hidden > MAX_HIDDEN {
+        return fail(format!(
+            "--hidden {} is over {MAX_HIDDEN}; reduce --hidden",
+            m.hidden
+        ));
+    }
+    if m.layers > MAX_LAYERS {
+        return fail(format!(
+            "--layers {} is over {MAX_LAYERS}; reduce --layers",
+            m.layers
+        ));
+    }
+    if cfg.precision != Precision::F32 {
+        return fail(format!(
+            "--precision {:?} is not fused yet (f32 only); use --precision f32",
+            cfg.precision
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,32 @@
+//! Training engines behind one interface.
+//!
+//! An engine owns the model, the optimizer and the data on its device, and
+//! knows how to do one micro-batch and one optimizer step. The loop that drives
+//! it (schedule, accumulation, logging, early stop) is shared: [`run::train`].
+
+pub mod fused;
+pub mod general;
+pub mod run;
+
+use crate::batches::Batch;
+use crate::error::Result;
+use crate::model::Params;
+
+/// One engine on one device, holding model, optimizer state and data.
+pub trait StepEngine {
+    /// Forward and backward of one micro-batch; gradients add up until [`StepEngine::apply`].
+    /// `count` is the number of points in the whole optimizer step, for the mean.
+    fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()>;
+    /// Applies the optimizer to the accumulated gradient and clears it.
+    fn apply(&mut self, lr: f64) -> Result<()>;
+    /// Mean loss of the last optimizer step (waits for the device).
+    fn last_loss(&mut self) -> Result<f64>;
+    /// Waits until all queued work is done.
+    fn sync(&mut self) -> Result<()>;
+    /// The trained parameters, read back to the host.
+    fn params(&mut self) -> Result<Params>;
+    /// Loss-scaling events so far (skipped steps), for mixed precision.
+    fn skipped_steps(&self) -> usize {
+        0
+    }
+}

@@ -1,0 +1,65 @@
+//! Typed errors of the library. Every message names what to change.
+
+use thiserror::Error;
+
+/// Everything that can go wrong in ferrofit, each with the fix in its message.
+#[derive(Debug, Error)]
+pub enum FerroError {
+    /// A configuration value is out of range.
+    #[error("invalid --{flag} {value}: {fix}")]
+    InvalidArg {
+        flag: &'static str,
+        value: String,
+        fix: String,
+    },
+    /// The backend was left out of this build.
+    #[error("backend `{backend}` is not compiled into this binary: rebuild with `cargo build --release --features {feature}`")]
+    BackendNotCompiled {
+        backend: &'static str,
+        feature: &'static str,
+    },
+    /// The backend is compiled in but no usable device was found.
+    #[error("no {backend} device available: {detail}. Run `ferrofit devices` to list what this machine has, or pick another --backend")]
+    NoDevice { backend: String, detail: String },
+    /// A device index beyond what was found.
+    #[error("--device {index} is out of range: {backend} has {count} device(s) (0..{count}); run `ferrofit devices`")]
+    DeviceOutOfRange {
+        backend: String,
+        index: usize,
+        count: usize,
+    },
+    /// The backend started but crashed while running.
+    #[error("the {backend} backend failed: {detail}. Try another --backend, or run `ferrofit devices` to check the driver")]
+    BackendFailed { backend: String, detail: String },
+    /// The model is outside what the fused engine supports.
+    #[error("the fused engine does not support this model: {reason}. Use --engine general (or --engine auto to fall back automatically)")]
+    OutsideEnvelope { reason: String },
+    /// Training produced a non-finite loss.
+    #[error("the loss became {value} at step {step}: lower --lr, use --precision bf16, or use --optimizer adam")]
+    Diverged { step: usize, value: f32 },
+    /// Reading or writing a file failed.
+    #[error("{action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Anything a model file can get wrong.
+    #[error("model file {path}: {detail}")]
+    ModelFile { path: String, detail: String },
+}
+
+/// Shorthand for results in ferrofit.
+pub type Result<T> = std::result::Result<T, FerroError>;
+
+impl FerroError {
+    /// An argument error with the flag, its value and the fix.
+    pub fn arg(flag: &'static str, value: impl ToString, fix: impl Into<String>) -> Self {
+        FerroError::InvalidArg {
+            flag,
+            value: value.to_string(),
+            fix: fix.into(),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! ferrofit: train small MLPs on any GPU (Vulkan/DX12/Metal through wgpu, CUDA)
+//! or the CPU, with a general engine on Burn and a fused engine, and measure it.
+//!
+//! Layout: `config` (every knob), `task` (built-in data), `model` (parameters,
+//! float64 reference), `engine` (general and fused engines, the shared loop),
+//! `backend` (devices, selection, dispatch), `record`/`save`/`io` (outputs),
+//! `cli` (the binary's commands).
+
+pub mod backend;
+pub mod batches;
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod io;
+pub mod model;
+pub mod record;
+pub mod rng;
+pub mod save;
+pub mod schedule;
+pub mod task;
+
+pub use error::{FerroError, Result};

@@ -1,0 +1,8 @@
+//! The `ferrofit` binary: runs the CLI and turns errors into one line and exit code 2.
+
+fn main() {
+    if let Err(e) = ferrofit::cli::run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(2);
+    }
+}

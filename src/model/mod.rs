@@ -1,0 +1,9 @@
+//! The MLP itself, independent of any engine: parameters, activations, losses
+//! and a float64 reference forward/backward that every engine is checked against.
+
+pub mod activation;
+pub mod loss;
+pub mod params;
+pub mod reference;
+
+pub use params::{LayerParams, Params};

@@ -1,0 +1,74 @@
+//! The JSON record of a run: configuration, device, engine, versions, loss
+//! curve and timings — enough to repeat it and to compare it.
+
+use crate::backend::devices::DeviceInfo;
+use crate::config::{EngineKind, TrainConfig};
+use crate::engine::run::TrainOutcome;
+use serde::Serialize;
+
+/// Versions of what produced a run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Versions {
+    pub ferrofit: &'static str,
+    pub burn: &'static str,
+    pub cubecl: &'static str,
+}
+
+/// The versions compiled into this binary.
+pub const VERSIONS: Versions = Versions {
+    ferrofit: env!("CARGO_PKG_VERSION"),
+    burn: "0.21.0",
+    cubecl: "0.10.0",
+};
+
+/// Everything about one `ferrofit train` run.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRecord {
+    pub backend: String,
+    pub device: DeviceInfo,
+    pub engine: EngineKind,
+    pub engine_note: Option<String>,
+    pub precision: crate::config::Precision,
+    pub steps: usize,
+    pub final_loss: f64,
+    pub train_seconds: f64,
+    pub steps_per_second: f64,
+    pub first_step_seconds: f64,
+    pub reached_target: bool,
+    pub skipped_steps: usize,
+    pub parameters: usize,
+    pub config: TrainConfig,
+    pub versions: Versions,
+    pub loss_curve: Vec<crate::engine::run::LossPoint>,
+}
+
+impl RunRecord {
+    /// Assembles the record.
+    pub fn new(
+        backend: String,
+        device: DeviceInfo,
+        engine: EngineKind,
+        engine_note: Option<String>,
+        cfg: &TrainConfig,
+        o: TrainOutcome,
+    ) -> Self {
+        RunRecord {
+            backend,
+            device,
+            engine,
+            engine_note,
+            precision: cfg.precision,
+            steps: o.steps,
+            final_loss: o.final_loss,
+            train_seconds: o.train_seconds,
+            steps_per_second: o.steps_per_second,
+            first_step_seconds: o.first_step_seconds,
+            reached_target: o.reached_target,
+            skipped_steps: o.skipped_steps,
+            parameters: cfg.model.parameter_count(),
+            config: cfg.clone(),
+            versions: VERSIONS,
+            loss_curve: o.curve,
+        }
+    }
+}
