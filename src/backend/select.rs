@@ -80,10 +80,10 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
             }
         }
         BackendKind::Auto => {
-            if index.is_some() {
+            if let Some(i) = index {
                 return Err(FerroError::arg(
                     "device",
-                    index.unwrap(),
+                    i,
                     "--device needs an explicit --backend (cpu, cuda, vulkan, ...)",
                 ));
             }
@@ -129,6 +129,8 @@ fn notes_for(inv: &Inventory, name: &str) -> String {
 
 /// Error unless `kind` was compiled into this binary.
 pub fn compiled(kind: BackendKind) -> Result<()> {
+    // Each arm's value depends on the enabled features, so this is no `matches!`.
+    #[allow(clippy::match_like_matches_macro)]
     let on = match kind.feature() {
         "cpu" => cfg!(feature = "cpu"),
         "wgpu" => cfg!(feature = "wgpu"),

@@ -52,7 +52,7 @@ impl Progress for Display {
             }
             Display::Lines { every, total } => {
                 if let Some(l) = loss {
-                    if (step + 1) % *every == 0 || step + 1 == *total {
+                    if (step + 1).is_multiple_of(*every) || step + 1 == *total {
                         eprintln!("step {:>6}/{total}  loss {l:.6}", step + 1);
                     }
                 }

@@ -69,7 +69,7 @@ pub fn train(
         }
         let last = step + 1 == cfg.steps;
         let mut loss = None;
-        if last || (step + 1) % cfg.log_every == 0 {
+        if last || (step + 1).is_multiple_of(cfg.log_every) {
             let l = engine.last_loss()?;
             if !l.is_finite() && engine.skipped_steps() == 0 {
                 return Err(FerroError::Diverged {

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The field report's seed job in PyTorch and JAX, for side-by-side timing with ferrofit.
+
+y = x^2 + 0.3*U(0,1) on N points in [-1, 1], Linear(1,H)-ReLU-Linear(H,1), MSE,
+full batch, SGD lr 0.2, STEPS steps, data created on the device.
+
+Each variant is warmed up (compilation and autotune off the clock), synchronised
+before reading the clock, and repeated REPS times; one JSON line per variant:
+{"peer", "variant", "device", "n", "hidden", "steps", "median_s", "min_s", "max_s", "final_loss"}.
+
+Usage: seed_job.py [--n 1000000] [--hidden 10] [--steps 100] [--reps 5]
+                   [--only torch-eager,torch-graph,torch-compile,jax-jit] [--cpu]
+"""
+import argparse
+import json
+import statistics
+import sys
+import time
+
+
+def emit(peer, variant, device, a, times, loss):
+    print(json.dumps({
+        "peer": peer, "variant": variant, "device": device, "n": a.n, "hidden": a.hidden,
+        "steps": a.steps, "median_s": statistics.median(times), "min_s": min(times),
+        "max_s": max(times), "final_loss": float(loss), "reps": len(times),
+    }), flush=True)
+
+
+def torch_variants(a, only):
+    try:
+        import torch
+    except ImportError as e:
+        print(json.dumps({"peer": "torch", "skipped": str(e)}), flush=True)
+        return
+    dev = "cuda" if torch.cuda.is_available() and not a.cpu else "cpu"
+    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
+    torch.manual_seed(0)
+    x = torch.linspace(-1, 1, a.n, device=dev).unsqueeze(1)
+    y = x.pow(2) + 0.3 * torch.rand(x.size(), device=dev)
+
+    def make():
+        net = torch.nn.Sequential(torch.nn.Linear(1, a.hidden), torch.nn.ReLU(), torch.nn.Linear(a.hidden, 1)).to(dev)
+        opt = torch.optim.SGD(net.parameters(), lr=0.2)
+        return net, opt
+
+    def step_fn(net, opt):
+        opt.zero_grad(set_to_none=False)
+        loss = torch.nn.functional.mse_loss(net(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    if "torch-eager" in only:
+        times = []
+        for r in range(a.reps + 1):
+            net, opt = make()
+            sync(); t = time.perf_counter()
+            for _ in range(a.steps):
+                loss = step_fn(net, opt)
+            sync(); dt = time.perf_counter() - t
+            if r > 0:
+                times.append(dt)
+        emit("torch", "eager", dev, a, times, loss.item())
+
+    if "torch-compile" in only:
+        try:
+            net, opt = make()
+            init_state = {k: v.clone() for k, v in net.state_dict().items()}
+            cstep = torch.compile(step_fn)
+            times = []
+            for r in range(a.reps + 1):
+                with torch.no_grad():
+                    for k, v in net.state_dict().items():
+                        v.copy_(init_state[k])
+                if r == 0:
+                    for _ in range(3):
+                        cstep(net, opt)  # compile off the clock
+                    continue
+                sync(); t = time.perf_counter()
+                for _ in range(a.steps):
+                    loss = cstep(net, opt)
+                sync(); times.append(time.perf_counter() - t)
+            emit("torch", "compile", dev, a, times, loss.item())
+        except Exception as e:  # noqa: BLE001
+            print(json.dumps({"peer": "torch", "variant": "compile", "skipped": repr(e)[:300]}), flush=True)
+
+    if "torch-graph" in only and dev == "cuda":
+        times = []
+        for r in range(a.reps + 1):
+            net, opt = make()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    step_fn(net, opt)
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=False)
+            with torch.cuda.graph(g):
+                static_loss = step_fn(net, opt)
+            sync(); t = time.perf_counter()
+            for _ in range(a.steps):
+                g.replay()
+            sync(); dt = time.perf_counter() - t
+            if r > 0:
+                times.append(dt)
+        emit("torch", "cuda-graph", dev, a, times, static_loss.item())
+
+
+def jax_variant(a):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as e:
+        print(json.dumps({"peer": "jax", "skipped": str(e)}), flush=True)
+        return
+    if a.cpu:
+        jax.config.update("jax_platforms", "cpu")
+    dev = jax.devices()[0].platform
+    key = jax.random.PRNGKey(0)
+    x = jnp.linspace(-1, 1, a.n).reshape(-1, 1)
+    y = x ** 2 + 0.3 * jax.random.uniform(key, x.shape)
+
+    def init(k):
+        k1, k2, k3, k4 = jax.random.split(k, 4)
+        b1 = 1.0
+        b2 = 1.0 / a.hidden ** 0.5
+        return {
+            "w1": jax.random.uniform(k1, (1, a.hidden), minval=-b1, maxval=b1),
+            "b1": jax.random.uniform(k2, (a.hidden,), minval=-b1, maxval=b1),
+            "w2": jax.random.uniform(k3, (a.hidden, 1), minval=-b2, maxval=b2),
+            "b2": jax.random.uniform(k4, (1,), minval=-b2, maxval=b2),
+        }
+
+    def loss_fn(p):
+        h = jax.nn.relu(x @ p["w1"] + p["b1"])
+        return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+
+    @jax.jit
+    def step(p):
+        loss, g = jax.value_and_grad(loss_fn)(p)
+        return jax.tree_util.tree_map(lambda w, d: w - 0.2 * d, p, g), loss
+
+    times = []
+    for r in range(a.reps + 1):
+        p = init(jax.random.PRNGKey(r))
+        p, loss = step(p)  # compile off the clock
+        jax.block_until_ready(p)
+        p = init(jax.random.PRNGKey(r))
+        t = time.perf_counter()
+        for _ in range(a.steps):
+            p, loss = step(p)
+        jax.block_until_ready(p)
+        dt = time.perf_counter() - t
+        if r > 0:
+            times.append(dt)
+    emit("jax", "jit", dev, a, times, loss)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--hidden", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", default="torch-eager,torch-graph,torch-compile,jax-jit")
+    ap.add_argument("--cpu", action="store_true", help="force the CPU")
+    a = ap.parse_args()
+    only = set(a.only.split(","))
+    if only & {"torch-eager", "torch-graph", "torch-compile"}:
+        torch_variants(a, only)
+    if "jax-jit" in only:
+        jax_variant(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+//! The binary: the seed job reaches the report's loss, and nonsense arguments
+//! get a one-line error naming the fix and exit code 2, never a panic.
+
+use std::process::Command;
+
+fn ferrofit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+        .args(args)
+        .output()
+        .expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn seed_job_on_cpu_reaches_the_target_loss_and_saves() {
+    let dir = std::env::temp_dir().join(format!("ferrofit-cli-{}", std::process::id()));
+    let (code, stdout, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--json",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    for key in [
+        "backend",
+        "device",
+        "engine",
+        "precision",
+        "steps",
+        "final_loss",
+        "train_seconds",
+        "steps_per_second",
+    ] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["steps"], 100);
+    let loss = v["final_loss"].as_f64().unwrap();
+    assert!(loss < 0.03, "seed job final loss {loss}");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(record["final_loss"], v["final_loss"]);
+    assert!(record["loss_curve"].as_array().unwrap().len() >= 20);
+    let saved = ferrofit::save::load(&dir.join("model.safetensors")).unwrap();
+    assert_eq!(saved.layers.len(), 2);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn nonsense_arguments_name_the_fix() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["train", "--lr", "0"], "--lr"),
+        (&["train", "--lr=-1"], "--lr"),
+        (&["train", "--hidden", "0"], "--hidden"),
+        (&["train", "--n", "0"], "--n"),
+        (&["train", "--steps", "0"], "--steps"),
+        (&["train", "--task", "cubic"], "x2-noise"),
+        (&["train", "--backend", "tpu"], "possible values"),
+        (
+            &["train", "--backend", "cpu", "--device", "7"],
+            "out of range",
+        ),
+        (
+            &[
+                "train",
+                "--backend",
+                "cpu",
+                "--engine",
+                "fused",
+                "--hidden",
+                "500",
+            ],
+            "--engine general",
+        ),
+        (&["train", "--batch-size", "0"], "--batch-size"),
+        (&["train", "--accumulate", "0"], "--accumulate"),
+    ];
+    for (args, needle) in cases {
+        let (code, _, stderr) = ferrofit(args);
+        assert_eq!(code, 2, "{args:?} exited {code}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    }
+}
+
+#[test]
+fn devices_lists_the_cpu_as_json() {
+    let (code, stdout, _) = ferrofit(&["devices", "--json"]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["api"] == "cpu"));
+}

@@ -1,0 +1,39 @@
+//! Shared test helpers: the devices to test on, one per compiled backend.
+//!
+//! The CPU is always tested. A wgpu device (lavapipe in CI) is tested when one
+//! is found; with `FERROFIT_REQUIRE_WGPU=1` (set by `.ci/run`) its absence is a
+//! failure rather than a skip.
+#![allow(dead_code)]
+
+use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::select::{select, Target};
+use ferrofit::backend::BackendKind;
+
+/// Every backend this test run must cover.
+pub fn targets() -> Vec<Target> {
+    let inv = Inventory::probe();
+    let mut t = vec![select(&inv, BackendKind::Cpu, None).expect("the CPU is always there")];
+    match select(&inv, BackendKind::Wgpu, None) {
+        Ok(w) => t.push(w),
+        Err(e) if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
+            panic!("FERROFIT_REQUIRE_WGPU=1 but no wgpu device: {e} (run .ci/install-lavapipe.sh)")
+        }
+        Err(e) => eprintln!("skipping wgpu: {e}"),
+    }
+    if let Ok(c) = select(&inv, BackendKind::Cuda, None) {
+        t.push(c);
+    }
+    t
+}
+
+/// Relative L2 distance between two vectors.
+pub fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    num / den.max(1e-30)
+}

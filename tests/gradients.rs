@@ -1,0 +1,145 @@
+//! Gradients of every engine on every backend equal the float64 reference.
+
+mod common;
+
+use common::{rel_err, targets};
+use ferrofit::backend::dispatch::general_gradient;
+use ferrofit::batches::Batch;
+use ferrofit::config::{Activation, Loss, ModelSpec, TrainConfig};
+use ferrofit::engine::fused::cpu_kernel;
+use ferrofit::model::{reference, Params};
+use ferrofit::rng::uniform;
+use ferrofit::task::Dataset;
+
+/// Random inputs and targets in [-1, 1].
+fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
+    let draw = |s: u64, i: usize| (2.0 * uniform(seed, s, i as u64) - 1.0) as f32;
+    Dataset {
+        x: (0..n * inputs).map(|i| draw(7, i)).collect(),
+        y: (0..n * outputs).map(|i| draw(8, i)).collect(),
+        inputs,
+        outputs,
+    }
+}
+
+/// Models covering widths, depths, activations and losses; sizes not multiples of any tile.
+fn cases() -> Vec<(ModelSpec, Loss, usize)> {
+    let base = TrainConfig::default().model;
+    vec![
+        (base, Loss::Mse, 1000),
+        (
+            ModelSpec {
+                hidden: 7,
+                layers: 2,
+                activation: Activation::Tanh,
+                ..base
+            },
+            Loss::Huber,
+            333,
+        ),
+        (
+            ModelSpec {
+                inputs: 3,
+                hidden: 16,
+                layers: 3,
+                outputs: 2,
+                activation: Activation::Gelu,
+            },
+            Loss::Mse,
+            257,
+        ),
+        (
+            ModelSpec {
+                hidden: 33,
+                activation: Activation::Silu,
+                ..base
+            },
+            Loss::L1,
+            129,
+        ),
+        (
+            ModelSpec {
+                inputs: 2,
+                hidden: 5,
+                activation: Activation::Sigmoid,
+                ..base
+            },
+            Loss::Mse,
+            65,
+        ),
+    ]
+}
+
+#[test]
+fn fused_cpu_gradient_matches_reference_within_1e_5() {
+    for (i, (spec, lossk, n)) in cases().into_iter().enumerate() {
+        let p = Params::init(&spec, i as u64);
+        let data = random_data(n, spec.inputs, spec.outputs, i as u64);
+        let (ref_loss, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
+        let count = (n * spec.outputs) as f64;
+        let (loss, grad) = cpu_kernel::loss_and_grad(
+            &p,
+            spec.activation,
+            lossk,
+            &data,
+            &Batch::Range(0, n),
+            1.0 / count as f32,
+        );
+        let e = rel_err(&grad, &ref_grad);
+        assert!(e <= 1e-5, "case {i}: fused gradient off by {e:e}");
+        assert!(
+            (loss / count - ref_loss).abs() <= 1e-5 * ref_loss,
+            "case {i}: loss {} vs {ref_loss}",
+            loss / count
+        );
+    }
+}
+
+#[test]
+fn fused_cpu_gradient_of_an_index_batch_matches_reference() {
+    let spec = TrainConfig::default().model;
+    let p = Params::init(&spec, 3);
+    let data = random_data(500, 1, 1, 3);
+    let idx: Vec<u32> = (0..500).step_by(3).map(|i| i as u32).collect();
+    let sub = Dataset {
+        x: idx.iter().map(|&i| data.x[i as usize]).collect(),
+        y: idx.iter().map(|&i| data.y[i as usize]).collect(),
+        ..data.clone()
+    };
+    let (_, ref_grad) = reference::loss_and_grad(&p, &sub, spec.activation, Loss::Mse);
+    let (_, grad) = cpu_kernel::loss_and_grad(
+        &p,
+        spec.activation,
+        Loss::Mse,
+        &data,
+        &Batch::Indices(idx.clone()),
+        1.0 / idx.len() as f32,
+    );
+    assert!(rel_err(&grad, &ref_grad) <= 1e-5);
+}
+
+#[test]
+fn general_gradient_matches_reference_on_every_backend() {
+    for target in targets() {
+        for (i, (spec, lossk, n)) in cases().into_iter().enumerate() {
+            let cfg = TrainConfig {
+                model: spec,
+                loss: lossk,
+                n,
+                ..TrainConfig::default()
+            };
+            let p = Params::init(&spec, 10 + i as u64);
+            let data = random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
+            let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
+            let g =
+                general_gradient(&target, &cfg, &p, &data, &Batch::Range(0, n)).expect("gradient");
+            let g: Vec<f64> = g.into_iter().map(f64::from).collect();
+            let e = rel_err(&g, &ref_grad);
+            assert!(
+                e <= 1e-4,
+                "{} case {i}: general gradient off by {e:e}",
+                target.label()
+            );
+        }
+    }
+}
