@@ -3,7 +3,8 @@
 mod common;
 
 use common::{rel_err, targets};
-use ferrofit::backend::dispatch::general_gradient;
+use ferrofit::backend::dispatch::{fused_gpu_gradient, general_gradient};
+use ferrofit::backend::BackendKind;
 use ferrofit::batches::Batch;
 use ferrofit::config::{Activation, Loss, ModelSpec, TrainConfig};
 use ferrofit::engine::fused::cpu_kernel;
@@ -140,6 +141,76 @@ fn general_gradient_matches_reference_on_every_backend() {
                 "{} case {i}: general gradient off by {e:e}",
                 target.label()
             );
+        }
+    }
+}
+
+#[test]
+fn fused_gpu_gradient_matches_reference_within_1e_5() {
+    let base = TrainConfig::default().model;
+    let cases = [
+        (base, Loss::Mse, 1000),
+        (
+            ModelSpec {
+                hidden: 7,
+                activation: Activation::Tanh,
+                ..base
+            },
+            Loss::Huber,
+            333,
+        ),
+        (
+            ModelSpec {
+                hidden: 32,
+                activation: Activation::Gelu,
+                ..base
+            },
+            Loss::L1,
+            1029,
+        ),
+        (
+            ModelSpec {
+                hidden: 5,
+                activation: Activation::Sigmoid,
+                ..base
+            },
+            Loss::Mse,
+            70_001,
+        ),
+        (
+            ModelSpec {
+                hidden: 16,
+                activation: Activation::Silu,
+                ..base
+            },
+            Loss::Mse,
+            257,
+        ),
+    ];
+    for target in targets().into_iter().filter(|t| t.kind != BackendKind::Cpu) {
+        for (i, (spec, lossk, n)) in cases.into_iter().enumerate() {
+            let cfg = TrainConfig {
+                model: spec,
+                loss: lossk,
+                n,
+                ..TrainConfig::default()
+            };
+            let p = Params::init(&spec, 20 + i as u64);
+            let data = random_data(n, 1, 1, 20 + i as u64);
+            let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
+            for batch in [
+                Batch::Range(0, n),
+                Batch::Indices((0..n as u32).rev().collect()),
+            ] {
+                let g = fused_gpu_gradient(&target, &cfg, &p, &data, &batch).expect("gradient");
+                let g: Vec<f64> = g.into_iter().map(f64::from).collect();
+                let e = rel_err(&g, &ref_grad);
+                assert!(
+                    e <= 1e-5,
+                    "{} case {i}: fused GPU gradient off by {e:e}",
+                    target.label()
+                );
+            }
         }
     }
 }

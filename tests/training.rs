@@ -102,22 +102,52 @@ fn weights_read_back_are_the_trained_ones_and_stay_so() {
     }
 }
 
+/// Loss curves agree point by point within `tol` (relative).
+fn assert_same_curve(
+    a: &ferrofit::backend::dispatch::RunResult,
+    b: &ferrofit::backend::dispatch::RunResult,
+    tol: f64,
+    what: &str,
+) {
+    assert_eq!(
+        a.outcome.curve.len(),
+        b.outcome.curve.len(),
+        "{what}: curve lengths"
+    );
+    for (x, y) in a.outcome.curve.iter().zip(&b.outcome.curve) {
+        let rel = (x.loss - y.loss).abs() / y.loss;
+        assert!(
+            rel < tol,
+            "{what} step {}: {} vs {}",
+            x.step,
+            x.loss,
+            y.loss
+        );
+    }
+}
+
 #[test]
-fn fused_and_general_engines_agree_over_100_steps() {
-    let fused_target = &targets()[0];
-    for opt in [OptimizerKind::Sgd, OptimizerKind::Adam] {
+fn fused_and_general_engines_agree_over_100_steps_on_every_backend() {
+    let cpu = &targets()[0];
+    for opt in [
+        OptimizerKind::Sgd,
+        OptimizerKind::Momentum,
+        OptimizerKind::Adamw,
+    ] {
+        let lr = if opt == OptimizerKind::Sgd { 0.2 } else { 0.02 };
         let cfg = TrainConfig {
             n: 20_000,
             steps: 100,
             optimizer: opt,
-            lr: if opt == OptimizerKind::Sgd { 0.2 } else { 0.02 },
+            lr,
+            weight_decay: 1e-3,
             log_every: 1,
             ..TrainConfig::default()
         };
         let init = Params::init(&cfg.model, cfg.seed);
         let data = Task::X2Noise.generate(cfg.n, cfg.seed);
-        let fused = train_from(
-            fused_target,
+        let reference = train_from(
+            cpu,
             &cfg,
             EngineKind::Fused,
             init.clone(),
@@ -126,24 +156,22 @@ fn fused_and_general_engines_agree_over_100_steps() {
         )
         .unwrap();
         for target in targets() {
-            let general = train_from(
-                &target,
-                &cfg,
-                EngineKind::General,
-                init.clone(),
-                Some(data.clone()),
-                &mut (),
-            )
-            .unwrap();
-            for (f, g) in fused.outcome.curve.iter().zip(&general.outcome.curve) {
-                let rel = (f.loss - g.loss).abs() / g.loss;
-                assert!(
-                    rel < 1e-3,
-                    "{} {opt:?} step {}: fused {} vs general {}",
-                    target.label(),
-                    f.step,
-                    f.loss,
-                    g.loss
+            for engine in [EngineKind::General, EngineKind::Fused] {
+                let r = train_from(
+                    &target,
+                    &cfg,
+                    engine,
+                    init.clone(),
+                    Some(data.clone()),
+                    &mut (),
+                )
+                .unwrap();
+                assert_eq!(r.engine, engine);
+                assert_same_curve(
+                    &r,
+                    &reference,
+                    1e-3,
+                    &format!("{} {engine:?} {opt:?}", target.label()),
                 );
             }
         }

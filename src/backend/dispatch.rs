@@ -8,6 +8,8 @@ use crate::batches::Batch;
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::fused::cpu::CpuFused;
 use crate::engine::fused::envelope;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+use crate::engine::fused::gpu::GpuFused;
 use crate::engine::general::GeneralEngine;
 use crate::engine::run::{self, Progress, TrainOutcome};
 use crate::engine::StepEngine;
@@ -32,20 +34,24 @@ pub fn choose_engine(
     cfg: &TrainConfig,
     want: EngineKind,
 ) -> Result<(EngineKind, Option<String>)> {
-    let fits = envelope::check(cfg).and_then(|_| fused_available(target));
+    let fits = fused_available(target, cfg);
     match (want, fits) {
         (EngineKind::General, _) => Ok((EngineKind::General, None)),
         (_, Ok(())) => Ok((EngineKind::Fused, None)),
         (EngineKind::Fused, Err(e)) => Err(e),
-        (EngineKind::Auto, Err(e)) => Ok((EngineKind::General, Some(e.to_string()))),
+        (EngineKind::Auto, Err(FerroError::OutsideEnvelope { reason })) => {
+            Ok((EngineKind::General, Some(reason)))
+        }
+        (EngineKind::Auto, Err(e)) => Err(e),
     }
 }
 
-fn fused_available(target: &Target) -> Result<()> {
+fn fused_available(target: &Target, cfg: &TrainConfig) -> Result<()> {
     match target.kind {
-        BackendKind::Cpu => Ok(()),
-        _ => Err(FerroError::OutsideEnvelope {
-            reason: format!("no fused kernel for {} yet", target.label()),
+        BackendKind::Cpu => envelope::check(cfg),
+        BackendKind::Wgpu | BackendKind::Cuda => envelope::check_gpu(cfg),
+        other => Err(FerroError::OutsideEnvelope {
+            reason: format!("no fused kernel for {} yet", other.name()),
         }),
     }
 }
@@ -85,7 +91,7 @@ pub fn train_from(
                     Some(d) => d,
                     None => Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed),
                 };
-                Box::new(CpuFused::new(cfg, data, init))
+                fused_engine(target, cfg, data, init)?
             }
             _ => general_engine(target, cfg, &init, host.as_ref())?,
         };
@@ -132,6 +138,63 @@ pub fn general_gradient(
                 backend: other.name().into(),
                 detail: "unsupported".into(),
             })),
+    })
+}
+
+fn fused_engine(
+    target: &Target,
+    cfg: &TrainConfig,
+    data: Dataset,
+    init: Params,
+) -> Result<Box<dyn StepEngine>> {
+    match target.kind {
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => Ok(Box::new(GpuFused::<cubecl::wgpu::WgpuRuntime>::new(
+            cfg,
+            &data,
+            init,
+            &wgpu_arm::device(target)?,
+        ))),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => Ok(Box::new(GpuFused::<cubecl::cuda::CudaRuntime>::new(
+            cfg,
+            &data,
+            init,
+            &cuda::device(target),
+        ))),
+        _ => Ok(Box::new(CpuFused::new(cfg, data, init))),
+    }
+}
+
+/// The fused GPU engine's gradient of the mean loss over `batch` (for checks).
+pub fn fused_gpu_gradient(
+    target: &Target,
+    cfg: &TrainConfig,
+    params: &Params,
+    data: &Dataset,
+    batch: &Batch,
+) -> Result<Vec<f32>> {
+    envelope::check_gpu(cfg)?;
+    guarded(target, || match target.kind {
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => GpuFused::<cubecl::wgpu::WgpuRuntime>::new(
+            cfg,
+            data,
+            params.clone(),
+            &wgpu_arm::device(target)?,
+        )
+        .gradient(batch),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => GpuFused::<cubecl::cuda::CudaRuntime>::new(
+            cfg,
+            data,
+            params.clone(),
+            &cuda::device(target),
+        )
+        .gradient(batch),
+        other => Err(FerroError::OutsideEnvelope {
+            reason: format!("no fused GPU kernel for {}", other.name()),
+        }),
     })
 }
 

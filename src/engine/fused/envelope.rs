@@ -1,8 +1,10 @@
 //! What the fused engine supports, checked before a run starts.
 //!
-//! Inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden layers, every
-//! activation and loss of `train`, f32 compute. Outside this `--engine auto`
-//! uses the general engine and records why; `--engine fused` fails with the reason.
+//! CPU: inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden layers.
+//! GPU: 1 input, 1 output, one hidden layer of 1–32 units (the design keeps a
+//! unit's whole gradient in registers). Both: every activation and loss of
+//! `train`, f32 compute. Outside this `--engine auto` uses the general engine
+//! and records why; `--engine fused` fails with the reason.
 
 use crate::config::{Precision, TrainConfig};
 use crate::error::{FerroError, Result};
@@ -41,6 +43,22 @@ pub fn check(cfg: &TrainConfig) -> Result<()> {
             "--precision {:?} is not fused yet (f32 only); use --precision f32",
             cfg.precision
         ));
+    }
+    Ok(())
+}
+
+/// Ok when the fused GPU kernels can train `cfg`, else the reason.
+pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
+    check(cfg)?;
+    let m = &cfg.model;
+    let max = crate::engine::fused::gpu_kernel_limits::MAX_GPU_HIDDEN;
+    if m.inputs != 1 || m.outputs != 1 || m.layers != 1 || m.hidden > max {
+        return Err(FerroError::OutsideEnvelope {
+            reason: format!(
+                "the GPU kernel takes 1 input, 1 output and one hidden layer of at most {max} units (got {}-{}x{}-{})",
+                m.inputs, m.hidden, m.layers, m.outputs
+            ),
+        });
     }
     Ok(())
 }
