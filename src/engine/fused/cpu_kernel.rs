@@ -40,16 +40,22 @@ pub fn loss_and_grad(
     let partials: Vec<(f64, Vec<f32>)> = (0..chunks)
         .into_par_iter()
         .map(|c| {
-            let mut ws = Workspace::new(params);
-            let first = c * blocks_per_chunk * BLOCK;
-            let last = ((c + 1) * blocks_per_chunk * BLOCK).min(n);
-            let mut start = first;
-            while start < last {
-                let end = (start + BLOCK).min(last);
-                ws.block(params, act, lossk, data, batch, start, end, scale);
-                start = end;
+            let job = Chunk {
+                params,
+                act,
+                lossk,
+                data,
+                batch,
+                scale,
+                first: c * blocks_per_chunk * BLOCK,
+                last: ((c + 1) * blocks_per_chunk * BLOCK).min(n),
+            };
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                // SAFETY: the CPU supports AVX2, checked just above.
+                return unsafe { job.run_avx2() };
             }
-            (ws.loss, ws.grad)
+            job.run()
         })
         .collect();
     let mut grad = vec![0f64; params.len()];
@@ -61,6 +67,134 @@ pub fn loss_and_grad(
         }
     }
     (total, grad)
+}
+
+/// One parallel task: a contiguous range of the batch.
+struct Chunk<'a> {
+    params: &'a Params,
+    act: Activation,
+    lossk: Loss,
+    data: &'a Dataset,
+    batch: &'a Batch,
+    scale: f32,
+    first: usize,
+    last: usize,
+}
+
+impl Chunk<'_> {
+    /// The chunk's loss sum and gradient sum.
+    #[inline(always)]
+    fn run(&self) -> (f64, Vec<f32>) {
+        let l = &self.params.layers;
+        if l.len() == 2 && l[0].fan_in == 1 && l[1].fan_out == 1 {
+            return match self.act {
+                Activation::Relu => self.run_single(|z| z.max(0.0), |z| f32::from(z > 0.0)),
+                a => self.run_single(
+                    |z| activation::apply(a, z),
+                    |z| activation::derivative(a, z),
+                ),
+            };
+        }
+        let mut ws = Workspace::new(self.params);
+        let mut start = self.first;
+        while start < self.last {
+            let end = (start + BLOCK).min(self.last);
+            ws.block(
+                self.params,
+                self.act,
+                self.lossk,
+                self.data,
+                self.batch,
+                start,
+                end,
+                self.scale,
+            );
+            start = end;
+        }
+        (ws.loss, ws.grad)
+    }
+
+    /// The seed job's shape (1 input, one hidden layer, 1 output), eight points
+    /// at a time with every intermediate in registers or L1.
+    #[inline(always)]
+    fn run_single(&self, act: impl Fn(f32) -> f32, dact: impl Fn(f32) -> f32) -> (f64, Vec<f32>) {
+        const L: usize = 8;
+        let (l0, l1) = (&self.params.layers[0], &self.params.layers[1]);
+        let h = l0.fan_out;
+        let (w, b, v, c) = (&l0.w[..h], &l0.b[..h], &l1.w[..h], l1.b[0]);
+        let mut gw = vec![[0f32; L]; h];
+        let mut gb = vec![[0f32; L]; h];
+        let mut gv = vec![[0f32; L]; h];
+        let mut zs = vec![[0f32; L]; h];
+        let (mut gc, mut lsum) = ([0f32; L], [0f32; L]);
+        let mut start = self.first;
+        while start < self.last {
+            let m = (self.last - start).min(L);
+            let (mut x, mut y, mut mask) = ([0f32; L], [0f32; L], [0f32; L]);
+            match self.batch {
+                Batch::Range(s, _) => {
+                    x[..m].copy_from_slice(&self.data.x[s + start..s + start + m]);
+                    y[..m].copy_from_slice(&self.data.y[s + start..s + start + m]);
+                }
+                Batch::Indices(ix) => {
+                    for (l, &p) in ix[start..start + m].iter().enumerate() {
+                        x[l] = self.data.x[p as usize];
+                        y[l] = self.data.y[p as usize];
+                    }
+                }
+            }
+            mask[..m].fill(1.0);
+            let mut out = [c; L];
+            for j in 0..h {
+                let (wj, bj, vj) = (w[j], b[j], v[j]);
+                let mut z = [0f32; L];
+                for l in 0..L {
+                    z[l] = wj * x[l] + bj;
+                    out[l] += vj * act(z[l]);
+                }
+                zs[j] = z;
+            }
+            let mut d = [0f32; L];
+            if self.lossk == Loss::Mse {
+                for l in 0..L {
+                    let r = (out[l] - y[l]) * mask[l];
+                    lsum[l] += r * r;
+                    d[l] = 2.0 * r * self.scale;
+                    gc[l] += d[l];
+                }
+            } else {
+                for l in 0..L {
+                    lsum[l] += mask[l] * loss::value(self.lossk, out[l], y[l]);
+                    d[l] = mask[l] * loss::derivative(self.lossk, out[l], y[l]) * self.scale;
+                    gc[l] += d[l];
+                }
+            }
+            for j in 0..h {
+                // Copies in and out keep the lanes in registers (no aliasing to prove).
+                let (vj, z) = (v[j], zs[j]);
+                let (mut gwj, mut gbj, mut gvj) = (gw[j], gb[j], gv[j]);
+                for l in 0..L {
+                    gvj[l] += d[l] * act(z[l]);
+                    let dz = d[l] * vj * dact(z[l]);
+                    gwj[l] += dz * x[l];
+                    gbj[l] += dz;
+                }
+                (gw[j], gb[j], gv[j]) = (gwj, gbj, gvj);
+            }
+            start += m;
+        }
+        let lanes = |a: &[f32; L]| a.iter().sum::<f32>();
+        let mut grad: Vec<f32> = gw.iter().chain(&gb).chain(&gv).map(lanes).collect();
+        grad.push(lanes(&gc));
+        (lanes(&lsum) as f64, grad)
+    }
+
+    /// [`Chunk::run`] compiled for AVX2 (8-wide vectors), chosen at run time.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn run_avx2(&self) -> (f64, Vec<f32>) {
+        self.run()
+    }
 }
 
 /// One chunk's scratch space and running sums.
@@ -110,6 +244,7 @@ impl Workspace {
 
     /// Points `start..end` (positions in the batch) through forward and backward.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn block(
         &mut self,
         p: &Params,
@@ -161,14 +296,24 @@ impl Workspace {
         // Loss and its derivative.
         let dout = data.outputs;
         let pred = &self.acts[nl];
+        let mut block_loss = 0f32;
         for o in 0..dout {
-            for j in 0..bp {
-                let t = data.y[point(start + j) * dout + o];
-                let pr = pred[o * BLOCK + j];
-                self.loss += loss::value(lossk, pr, t) as f64;
-                self.delta[o * BLOCK + j] = loss::derivative(lossk, pr, t) * scale;
+            let t = &mut self.back[..bp];
+            for (j, t) in t.iter_mut().enumerate() {
+                *t = data.y[point(start + j) * dout + o];
+            }
+            let (pr, d) = (
+                &pred[o * BLOCK..o * BLOCK + bp],
+                &mut self.delta[o * BLOCK..o * BLOCK + bp],
+            );
+            for ((d, &pr), &t) in d.iter_mut().zip(pr).zip(t.iter()) {
+                *d = loss::derivative(lossk, pr, t) * scale;
+            }
+            for (&pr, &t) in pr.iter().zip(t.iter()) {
+                block_loss += loss::value(lossk, pr, t);
             }
         }
+        self.loss += block_loss as f64;
         // Backward.
         for li in (0..nl).rev() {
             let l = &p.layers[li];
@@ -180,7 +325,7 @@ impl Workspace {
                     let a = &input[i * BLOCK..i * BLOCK + bp];
                     g[o * l.fan_in + i] += dot(d, a);
                 }
-                g[l.w.len() + o] += d.iter().sum::<f32>();
+                g[l.w.len() + o] += sum(d);
             }
             if li == 0 {
                 break;
@@ -204,8 +349,8 @@ impl Workspace {
     }
 }
 
-/// Dot product with four independent accumulators (vectorises without fast-math).
-#[inline]
+/// Dot product with eight independent accumulators (vectorises without fast-math).
+#[inline(always)]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -222,7 +367,21 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
     s
 }
 
-#[inline]
+/// Sum with eight independent accumulators.
+#[inline(always)]
+fn sum(a: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let c = a.chunks_exact(8);
+    let r = c.remainder();
+    for x in c {
+        for k in 0..8 {
+            acc[k] += x[k];
+        }
+    }
+    acc.iter().sum::<f32>() + r.iter().sum::<f32>()
+}
+
+#[inline(always)]
 fn apply_activation(act: Activation, z: &[f32], out: &mut [f32]) {
     if act == Activation::Relu {
         for (o, z) in out.iter_mut().zip(z) {
@@ -235,7 +394,7 @@ fn apply_activation(act: Activation, z: &[f32], out: &mut [f32]) {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn scale_by_derivative(act: Activation, row: &mut [f32], z: &[f32]) {
     if act == Activation::Relu {
         for (r, z) in row.iter_mut().zip(z) {
