@@ -162,6 +162,14 @@ impl TrainConfig {
         self.batch_size.unwrap_or(self.n).min(self.n)
     }
 
+    /// Points one optimizer step processes (all micro-batches).
+    pub fn points_per_step(&self) -> usize {
+        match self.batch_size {
+            None => self.n,
+            Some(b) => b.min(self.n) * self.accumulate,
+        }
+    }
+
     /// Rejects every nonsense value with the fix named.
     pub fn validate(&self) -> Result<()> {
         let m = &self.model;

@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod batches;
+pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod engine;

@@ -21,7 +21,7 @@ import time
 def emit(peer, variant, device, a, times, loss):
     print(json.dumps({
         "peer": peer, "variant": variant, "device": device, "n": a.n, "hidden": a.hidden,
-        "steps": a.steps, "median_s": statistics.median(times), "min_s": min(times),
+        "steps": a.steps, "median_s": statistics.median(times), "min_s": min(times), "times": times,
         "max_s": max(times), "final_loss": float(loss), "reps": len(times),
     }), flush=True)
 

@@ -1,5 +1,6 @@
-//! The command line: `ferrofit devices` and `ferrofit train`.
+//! The command line: `ferrofit devices`, `ferrofit train` and `ferrofit bench`.
 
+mod bench;
 mod devices;
 mod progress;
 mod train;
@@ -21,6 +22,8 @@ pub enum Command {
     Devices(devices::DevicesArgs),
     /// Train an MLP (default: the field report's seed job).
     Train(Box<train::TrainArgs>),
+    /// The field report's table: the job on every backend, repeated, with statistics.
+    Bench(Box<bench::BenchArgs>),
 }
 
 /// Parses the process arguments and runs the command.
@@ -29,5 +32,6 @@ pub fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Devices(a) => devices::run(a),
         Command::Train(a) => train::run(*a),
+        Command::Bench(a) => bench::run(*a),
     }
 }

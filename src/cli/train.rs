@@ -13,7 +13,7 @@ use clap::Args;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-/// Arguments of `train`; defaults are the field report's seed job.
+/// Arguments of `train`.
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// Backend: auto picks CUDA, then a discrete GPU, then an integrated GPU, then the CPU.
@@ -25,6 +25,19 @@ pub struct TrainArgs {
     /// Engine: fused when the model fits its envelope, else the general (Burn) one.
     #[arg(long, value_enum, default_value = "auto")]
     engine: EngineKind,
+    #[command(flatten)]
+    job: JobArgs,
+    /// Write model.safetensors and run.json here.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Print one JSON object on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The job's knobs, shared by `train` and `bench`; defaults are the field report's seed job.
+#[derive(Args, Debug, Clone)]
+pub struct JobArgs {
     /// Built-in target function: x2-noise (the report's), sin, step, gauss-bumps.
     #[arg(long, default_value = "x2-noise")]
     task: String,
@@ -73,15 +86,9 @@ pub struct TrainArgs {
     /// Read the loss back every K steps (default: ~20 points over the run).
     #[arg(long)]
     log_every: Option<usize>,
-    /// Write model.safetensors and run.json here.
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Print one JSON object on stdout instead of the summary.
-    #[arg(long)]
-    json: bool,
 }
 
-impl TrainArgs {
+impl JobArgs {
     /// The run configuration these arguments describe.
     pub fn config(&self) -> TrainConfig {
         let lr = self.lr.unwrap_or(match self.optimizer {
@@ -118,7 +125,7 @@ impl TrainArgs {
 
 /// Runs `train`.
 pub fn run(a: TrainArgs) -> anyhow::Result<()> {
-    let cfg = a.config();
+    let cfg = a.job.config();
     cfg.validate()?;
     let inv = Inventory::probe();
     let target = select::select(&inv, a.backend, a.device)?;

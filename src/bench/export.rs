@@ -1,0 +1,103 @@
+//! The bench table as console text, Markdown, CSV and JSON. Files are rewritten
+//! atomically after every row, so a crash loses nothing already measured.
+
+use super::stats::fmt_time;
+use super::{BenchRow, Skipped};
+use crate::backend::devices::Inventory;
+use crate::config::TrainConfig;
+use crate::error::Result;
+use crate::io::write_atomic;
+use crate::record::{Versions, VERSIONS};
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Everything a bench produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRecord {
+    pub config: TrainConfig,
+    pub reps: usize,
+    pub baseline: String,
+    pub adapters: Inventory,
+    pub versions: Versions,
+    pub rows: Vec<BenchRow>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl BenchRecord {
+    /// An empty record for a job.
+    pub fn new(config: TrainConfig, reps: usize, baseline: String, adapters: Inventory) -> Self {
+        BenchRecord { config, reps, baseline, adapters, versions: VERSIONS, rows: vec![], skipped: vec![] }
+    }
+}
+
+/// Where to write exports.
+#[derive(Clone, Debug, Default)]
+pub struct Exports {
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub markdown: Option<PathBuf>,
+}
+
+impl Exports {
+    /// Rewrites every requested file from `rec`.
+    pub fn write(&self, rec: &BenchRecord) -> Result<()> {
+        if let Some(p) = &self.json {
+            write_atomic(p, serde_json::to_string_pretty(rec).expect("record serialises").as_bytes())?;
+        }
+        if let Some(p) = &self.csv {
+            write_atomic(p, csv(rec).as_bytes())?;
+        }
+        if let Some(p) = &self.markdown {
+            write_atomic(p, markdown(rec).as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// The cells of one row, shared by every text format.
+fn cells(r: &BenchRow) -> [String; 9] {
+    let s = &r.summary;
+    let lat = r.step_latency.as_ref();
+    [
+        r.name.clone(),
+        format!("{} ({})", r.backend, r.device),
+        fmt_time(s.median),
+        format!("{} ± {}", fmt_time(s.mean), fmt_time(s.stddev)),
+        format!("{} … {}", fmt_time(s.min), fmt_time(s.max)),
+        lat.map(|l| format!("{} / {} / {}", fmt_time(l.median), fmt_time(l.p95), fmt_time(l.p99))).unwrap_or_else(|| "—".into()),
+        lat.map(|l| format!("{:.1}%", l.cv * 100.0)).unwrap_or_else(|| "—".into()),
+        format!("{:.5}", r.final_loss),
+        r.relative.map(|(x, sd)| format!("{x:.2} ± {sd:.2}")).unwrap_or_else(|| "—".into()),
+    ]
+}
+
+const HEADER: [&str; 9] = ["run", "backend (device)", "median", "mean ± σ", "min … max", "step p50 / p95 / p99", "step CV", "loss", "× baseline"];
+
+/// A Markdown table (also used for the console).
+pub fn markdown(rec: &BenchRecord) -> String {
+    let mut out = format!(
+        "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
+        rec.config.task, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
+    );
+    out += &format!("| {} |\n|{}\n", HEADER.join(" | "), "---|".repeat(HEADER.len()));
+    for r in &rec.rows {
+        out += &format!("| {} |\n", cells(r).join(" | "));
+    }
+    for s in &rec.skipped {
+        out += &format!("\nskipped {} ({}): {}", s.name, s.backend, s.reason);
+    }
+    out + "\n"
+}
+
+/// CSV with raw seconds.
+pub fn csv(rec: &BenchRecord) -> String {
+    let mut out = String::from("name,backend,device,runs,median_s,mean_s,stddev_s,min_s,max_s,step_p50_s,step_p99_s,step_cv,final_loss,throughput,relative,relative_sd\n");
+    for r in &rec.rows {
+        let s = &r.summary;
+        let (p50, p99, cv) = r.step_latency.as_ref().map(|l| (l.median, l.p99, l.cv)).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+        let (x, sd) = r.relative.unwrap_or((f64::NAN, f64::NAN));
+        let dev = r.device.replace(',', " ");
+        out += &format!("{},{},{dev},{},{},{},{},{},{},{p50},{p99},{cv},{},{},{x},{sd}\n", r.name, r.backend, s.runs, s.median, s.mean, s.stddev, s.min, s.max, r.final_loss, r.throughput);
+    }
+    out
+}

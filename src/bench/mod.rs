@@ -1,0 +1,54 @@
+//! `ferrofit bench`: the field report's table, measured properly. One row per
+//! backend/device/engine (and per peer framework), each warmed up, repeated,
+//! summarised, and compared against a baseline row.
+
+pub mod export;
+pub mod measure;
+pub mod peers;
+pub mod stats;
+
+use serde::Serialize;
+use stats::Summary;
+
+/// One row of the bench table.
+#[derive(Clone, Debug, Serialize)]
+pub struct BenchRow {
+    /// `ferrofit fused`, `ferrofit general`, `torch eager`, `jax jit`, ...
+    pub name: String,
+    /// `cpu`, `cuda`, `vulkan`, ...
+    pub backend: String,
+    pub device: String,
+    /// Seconds for the whole job (all steps), one sample per repetition.
+    pub samples: Vec<f64>,
+    pub summary: Summary,
+    /// Per-step latency over one run that waits for the device after every step.
+    pub step_latency: Option<Summary>,
+    /// Warm-up run's first step: compilation, autotune, allocation.
+    pub first_step_seconds: Option<f64>,
+    pub final_loss: f64,
+    /// Points × steps per second at the median.
+    pub throughput: f64,
+    /// True when the runs stopped at `--target-loss` (times are time-to-target).
+    pub reached_target: bool,
+    /// Times faster than the baseline row, and its propagated σ.
+    pub relative: Option<(f64, f64)>,
+    pub note: Option<String>,
+}
+
+/// A row that could not run, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub name: String,
+    pub backend: String,
+    pub reason: String,
+}
+
+/// Fills in `relative` against the first row matching `baseline` (a backend name).
+pub fn set_relative(rows: &mut [BenchRow], baseline: &str) {
+    let Some(base) = rows.iter().find(|r| r.backend == baseline && r.name.starts_with("ferrofit")).or_else(|| rows.first()).map(|r| r.summary.clone()) else {
+        return;
+    };
+    for r in rows.iter_mut() {
+        r.relative = Some(stats::relative_speed(&base, &r.summary));
+    }
+}

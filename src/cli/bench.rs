@@ -1,0 +1,127 @@
+//! `ferrofit bench`: the job on every backend and device this machine has (or
+//! those named), each row warmed up and repeated, plus PyTorch/JAX peers.
+
+use super::train::JobArgs;
+use crate::backend::devices::Inventory;
+use crate::backend::select::Target;
+use crate::backend::{dispatch, select, BackendKind};
+use crate::bench::export::{markdown, BenchRecord, Exports};
+use crate::bench::{measure, peers, set_relative, Skipped};
+use crate::config::{EngineKind, TrainConfig};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Which engines to bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Auto,
+    General,
+    Fused,
+    Both,
+}
+
+/// Arguments of `bench`.
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Backends to bench (comma-separated); default: every device found.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    backends: Vec<BackendKind>,
+    #[arg(long, value_enum, default_value = "auto")]
+    engine: EngineChoice,
+    /// Timed repetitions per row (after one warm-up run).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Seconds to rest between rows (lets the device cool down).
+    #[arg(long, default_value_t = 0.0)]
+    cooldown: f64,
+    /// Backend of the row the others are compared with (default: cuda if present, else cpu).
+    #[arg(long)]
+    baseline: Option<String>,
+    /// Peer frameworks to run the same job through: torch, jax (skipped if not importable).
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<String>,
+    #[command(flatten)]
+    job: JobArgs,
+    /// Write the full record (config, adapters, raw samples) as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[arg(long)]
+    csv: Option<PathBuf>,
+    #[arg(long)]
+    markdown: Option<PathBuf>,
+}
+
+/// Runs `bench`.
+pub fn run(a: BenchArgs) -> anyhow::Result<()> {
+    let cfg = a.job.config();
+    cfg.validate()?;
+    if a.reps == 0 {
+        anyhow::bail!(crate::FerroError::arg("reps", 0, "use at least 1 repetition"));
+    }
+    let inv = Inventory::probe();
+    let targets = targets(&inv, &a.backends)?;
+    let baseline = a.baseline.clone().unwrap_or_else(|| if targets.iter().any(|t| t.kind == BackendKind::Cuda) { "cuda".into() } else { "cpu".into() });
+    let exports = Exports { json: a.json.clone(), csv: a.csv.clone(), markdown: a.markdown.clone() };
+    let mut rec = BenchRecord::new(cfg.clone(), a.reps, baseline.clone(), inv.clone());
+    for (i, t) in targets.iter().enumerate() {
+        for engine in engines(a.engine) {
+            if i > 0 && a.cooldown > 0.0 {
+                std::thread::sleep(std::time::Duration::from_secs_f64(a.cooldown));
+            }
+            eprintln!("bench: {} {:?} on {} ...", t.label(), engine, t.info.name);
+            match bench_row(t, &cfg, engine, a.reps) {
+                Ok(row) => rec.rows.push(row),
+                Err(e) => rec.skipped.push(Skipped { name: format!("ferrofit {engine:?}").to_lowercase(), backend: t.label(), reason: e.to_string() }),
+            }
+            set_relative(&mut rec.rows, &baseline);
+            exports.write(&rec)?;
+        }
+    }
+    if !a.peers.is_empty() {
+        eprintln!("bench: peers {} ...", a.peers.join(","));
+        let (rows, skipped) = peers::run(&a.peers, &cfg, a.reps);
+        rec.rows.extend(rows);
+        rec.skipped.extend(skipped);
+        set_relative(&mut rec.rows, &baseline);
+        exports.write(&rec)?;
+    }
+    print!("{}", markdown(&rec));
+    Ok(())
+}
+
+fn engines(c: EngineChoice) -> Vec<EngineKind> {
+    match c {
+        EngineChoice::Auto => vec![EngineKind::Auto],
+        EngineChoice::General => vec![EngineKind::General],
+        EngineChoice::Fused => vec![EngineKind::Fused],
+        EngineChoice::Both => vec![EngineKind::Fused, EngineKind::General],
+    }
+}
+
+/// Every device of the requested backends (all found devices by default).
+fn targets(inv: &Inventory, wanted: &[BackendKind]) -> anyhow::Result<Vec<Target>> {
+    if wanted.is_empty() {
+        return Ok(inv.devices.iter().map(|d| select::select(inv, kind_of(&d.api), Some(d.index))).filter_map(Result::ok).collect());
+    }
+    wanted.iter().map(|&k| Ok(select::select(inv, k, None)?)).collect()
+}
+
+fn kind_of(api: &str) -> BackendKind {
+    match api {
+        "cpu" => BackendKind::Cpu,
+        "cuda" => BackendKind::Cuda,
+        "vulkan" => BackendKind::Vulkan,
+        "dx12" => BackendKind::Dx12,
+        "metal" => BackendKind::Metal,
+        _ => BackendKind::Wgpu,
+    }
+}
+
+fn bench_row(t: &Target, cfg: &TrainConfig, want: EngineKind, reps: usize) -> crate::Result<crate::bench::BenchRow> {
+    let (engine, note) = dispatch::choose_engine(t, cfg, want)?;
+    let mut trainer = |c: &TrainConfig| dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome);
+    let name = format!("ferrofit {}", if engine == EngineKind::Fused { "fused" } else { "general" });
+    let mut row = measure::measure(&mut trainer, cfg, reps, &name, &t.label(), &t.info.name)?;
+    row.note = note;
+    Ok(row)
+}
