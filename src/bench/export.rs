@@ -26,7 +26,15 @@ pub struct BenchRecord {
 impl BenchRecord {
     /// An empty record for a job.
     pub fn new(config: TrainConfig, reps: usize, baseline: String, adapters: Inventory) -> Self {
-        BenchRecord { config, reps, baseline, adapters, versions: VERSIONS, rows: vec![], skipped: vec![] }
+        BenchRecord {
+            config,
+            reps,
+            baseline,
+            adapters,
+            versions: VERSIONS,
+            rows: vec![],
+            skipped: vec![],
+        }
     }
 }
 
@@ -42,7 +50,12 @@ impl Exports {
     /// Rewrites every requested file from `rec`.
     pub fn write(&self, rec: &BenchRecord) -> Result<()> {
         if let Some(p) = &self.json {
-            write_atomic(p, serde_json::to_string_pretty(rec).expect("record serialises").as_bytes())?;
+            write_atomic(
+                p,
+                serde_json::to_string_pretty(rec)
+                    .expect("record serialises")
+                    .as_bytes(),
+            )?;
         }
         if let Some(p) = &self.csv {
             write_atomic(p, csv(rec).as_bytes())?;
@@ -64,14 +77,35 @@ fn cells(r: &BenchRow) -> [String; 9] {
         fmt_time(s.median),
         format!("{} ± {}", fmt_time(s.mean), fmt_time(s.stddev)),
         format!("{} … {}", fmt_time(s.min), fmt_time(s.max)),
-        lat.map(|l| format!("{} / {} / {}", fmt_time(l.median), fmt_time(l.p95), fmt_time(l.p99))).unwrap_or_else(|| "—".into()),
-        lat.map(|l| format!("{:.1}%", l.cv * 100.0)).unwrap_or_else(|| "—".into()),
+        lat.map(|l| {
+            format!(
+                "{} / {} / {}",
+                fmt_time(l.median),
+                fmt_time(l.p95),
+                fmt_time(l.p99)
+            )
+        })
+        .unwrap_or_else(|| "—".into()),
+        lat.map(|l| format!("{:.1}%", l.cv * 100.0))
+            .unwrap_or_else(|| "—".into()),
         format!("{:.5}", r.final_loss),
-        r.relative.map(|(x, sd)| format!("{x:.2} ± {sd:.2}")).unwrap_or_else(|| "—".into()),
+        r.relative
+            .map(|(x, sd)| format!("{x:.2} ± {sd:.2}"))
+            .unwrap_or_else(|| "—".into()),
     ]
 }
 
-const HEADER: [&str; 9] = ["run", "backend (device)", "median", "mean ± σ", "min … max", "step p50 / p95 / p99", "step CV", "loss", "× baseline"];
+const HEADER: [&str; 9] = [
+    "run",
+    "backend (device)",
+    "median",
+    "mean ± σ",
+    "min … max",
+    "step p50 / p95 / p99",
+    "step CV",
+    "loss",
+    "× baseline",
+];
 
 /// A Markdown table (also used for the console).
 pub fn markdown(rec: &BenchRecord) -> String {
@@ -79,7 +113,11 @@ pub fn markdown(rec: &BenchRecord) -> String {
         "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
         rec.config.task, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
     );
-    out += &format!("| {} |\n|{}\n", HEADER.join(" | "), "---|".repeat(HEADER.len()));
+    out += &format!(
+        "| {} |\n|{}\n",
+        HEADER.join(" | "),
+        "---|".repeat(HEADER.len())
+    );
     for r in &rec.rows {
         out += &format!("| {} |\n", cells(r).join(" | "));
     }
@@ -94,10 +132,26 @@ pub fn csv(rec: &BenchRecord) -> String {
     let mut out = String::from("name,backend,device,runs,median_s,mean_s,stddev_s,min_s,max_s,step_p50_s,step_p99_s,step_cv,final_loss,throughput,relative,relative_sd\n");
     for r in &rec.rows {
         let s = &r.summary;
-        let (p50, p99, cv) = r.step_latency.as_ref().map(|l| (l.median, l.p99, l.cv)).unwrap_or((f64::NAN, f64::NAN, f64::NAN));
+        let (p50, p99, cv) = r
+            .step_latency
+            .as_ref()
+            .map(|l| (l.median, l.p99, l.cv))
+            .unwrap_or((f64::NAN, f64::NAN, f64::NAN));
         let (x, sd) = r.relative.unwrap_or((f64::NAN, f64::NAN));
         let dev = r.device.replace(',', " ");
-        out += &format!("{},{},{dev},{},{},{},{},{},{},{p50},{p99},{cv},{},{},{x},{sd}\n", r.name, r.backend, s.runs, s.median, s.mean, s.stddev, s.min, s.max, r.final_loss, r.throughput);
+        out += &format!(
+            "{},{},{dev},{},{},{},{},{},{},{p50},{p99},{cv},{},{},{x},{sd}\n",
+            r.name,
+            r.backend,
+            s.runs,
+            s.median,
+            s.mean,
+            s.stddev,
+            s.min,
+            s.max,
+            r.final_loss,
+            r.throughput
+        );
     }
     out
 }

@@ -20,8 +20,18 @@ impl<F: FnMut(&TrainConfig) -> Result<TrainOutcome>> Trainer for F {
 }
 
 /// Warms up, repeats `reps` times, then measures per-step latency.
-pub fn measure(trainer: &mut dyn Trainer, cfg: &TrainConfig, reps: usize, name: &str, backend: &str, device: &str) -> Result<BenchRow> {
-    let quiet = TrainConfig { log_every: cfg.steps, ..cfg.clone() };
+pub fn measure(
+    trainer: &mut dyn Trainer,
+    cfg: &TrainConfig,
+    reps: usize,
+    name: &str,
+    backend: &str,
+    device: &str,
+) -> Result<BenchRow> {
+    let quiet = TrainConfig {
+        log_every: cfg.steps,
+        ..cfg.clone()
+    };
     let warm = trainer.run(&quiet)?;
     let mut samples = Vec::with_capacity(reps);
     let mut losses = Vec::with_capacity(reps);
@@ -32,9 +42,16 @@ pub fn measure(trainer: &mut dyn Trainer, cfg: &TrainConfig, reps: usize, name: 
         losses.push(o.final_loss);
         reached &= o.reached_target;
     }
-    let every = TrainConfig { log_every: 1, ..cfg.clone() };
+    let every = TrainConfig {
+        log_every: 1,
+        ..cfg.clone()
+    };
     let lat = trainer.run(&every)?;
-    let steps: Vec<f64> = lat.curve.windows(2).map(|w| w[1].seconds - w[0].seconds).collect();
+    let steps: Vec<f64> = lat
+        .curve
+        .windows(2)
+        .map(|w| w[1].seconds - w[0].seconds)
+        .collect();
     let summary = Summary::of(&samples);
     losses.sort_by(|a, b| a.total_cmp(b));
     let final_loss = losses.get(losses.len() / 2).copied().unwrap_or(f64::NAN);
@@ -69,23 +86,47 @@ mod tests {
                 (0..cfg.steps)
                     .map(|s| {
                         t += if s == 5 { 0.03 } else { 0.01 };
-                        LossPoint { step: s, loss: 1.0, seconds: t }
+                        LossPoint {
+                            step: s,
+                            loss: 1.0,
+                            seconds: t,
+                        }
                     })
                     .collect()
             } else {
-                vec![LossPoint { step: cfg.steps - 1, loss: 0.5, seconds: k as f64 }]
+                vec![LossPoint {
+                    step: cfg.steps - 1,
+                    loss: 0.5,
+                    seconds: k as f64,
+                }]
             };
-            Ok(TrainOutcome { steps: cfg.steps, final_loss: 0.5, train_seconds: k as f64, steps_per_second: 0.0, first_step_seconds: 0.25, curve, reached_target: false, skipped_steps: 0 })
+            Ok(TrainOutcome {
+                steps: cfg.steps,
+                final_loss: 0.5,
+                train_seconds: k as f64,
+                steps_per_second: 0.0,
+                first_step_seconds: 0.25,
+                curve,
+                reached_target: false,
+                skipped_steps: 0,
+            })
         }
     }
 
     #[test]
     fn warm_up_is_off_the_clock_and_statistics_are_exact() {
-        let cfg = TrainConfig { n: 1000, steps: 11, ..TrainConfig::default() };
+        let cfg = TrainConfig {
+            n: 1000,
+            steps: 11,
+            ..TrainConfig::default()
+        };
         let row = measure(&mut mock(), &cfg, 3, "ferrofit fused", "cpu", "test").unwrap();
         // Run 1 is the warm-up; the timed runs took 2, 3 and 4 s.
         assert_eq!(row.samples, vec![2.0, 3.0, 4.0]);
-        assert_eq!((row.summary.median, row.summary.min, row.summary.max), (3.0, 2.0, 4.0));
+        assert_eq!(
+            (row.summary.median, row.summary.min, row.summary.max),
+            (3.0, 2.0, 4.0)
+        );
         assert_eq!(row.first_step_seconds, Some(0.25));
         assert_eq!(row.throughput, 1000.0 * 11.0 / 3.0);
         let lat = row.step_latency.unwrap();

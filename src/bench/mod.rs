@@ -45,7 +45,12 @@ pub struct Skipped {
 
 /// Fills in `relative` against the first row matching `baseline` (a backend name).
 pub fn set_relative(rows: &mut [BenchRow], baseline: &str) {
-    let Some(base) = rows.iter().find(|r| r.backend == baseline && r.name.starts_with("ferrofit")).or_else(|| rows.first()).map(|r| r.summary.clone()) else {
+    let Some(base) = rows
+        .iter()
+        .find(|r| r.backend == baseline && r.name.starts_with("ferrofit"))
+        .or_else(|| rows.first())
+        .map(|r| r.summary.clone())
+    else {
         return;
     };
     for r in rows.iter_mut() {

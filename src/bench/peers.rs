@@ -11,11 +11,34 @@ const SCRIPT: &str = include_str!("../../benches/peers/seed_job.py");
 
 /// Runs the requested peers (`torch`, `jax`) on the job; rows and skips.
 pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, Vec<Skipped>) {
-    let skip = |name: &str, reason: String| Skipped { name: name.into(), backend: "python".into(), reason };
+    let skip = |name: &str, reason: String| Skipped {
+        name: name.into(),
+        backend: "python".into(),
+        reason,
+    };
     let m = &cfg.model;
-    let seed_shape = m.inputs == 1 && m.outputs == 1 && m.layers == 1 && m.activation == Activation::Relu && cfg.loss == Loss::Mse && cfg.optimizer == OptimizerKind::Sgd && cfg.batch_size.is_none() && cfg.accumulate == 1;
+    let seed_shape = m.inputs == 1
+        && m.outputs == 1
+        && m.layers == 1
+        && m.activation == Activation::Relu
+        && cfg.loss == Loss::Mse
+        && cfg.optimizer == OptimizerKind::Sgd
+        && cfg.batch_size.is_none()
+        && cfg.accumulate == 1;
     if !seed_shape {
-        return (vec![], peers.iter().map(|p| skip(p, "peers run only the seed job's shape (1-H-1 ReLU MLP, MSE, full-batch SGD)".into())).collect());
+        return (
+            vec![],
+            peers
+                .iter()
+                .map(|p| {
+                    skip(
+                        p,
+                        "peers run only the seed job's shape (1-H-1 ReLU MLP, MSE, full-batch SGD)"
+                            .into(),
+                    )
+                })
+                .collect(),
+        );
     }
     let mut only = Vec::new();
     for p in peers {
@@ -27,16 +50,35 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
     }
     let path = std::env::temp_dir().join(format!("ferrofit-peers-{}.py", std::process::id()));
     if let Err(e) = std::fs::write(&path, SCRIPT) {
-        return (vec![], vec![skip("peers", format!("cannot write the peer script: {e}"))]);
+        return (
+            vec![],
+            vec![skip("peers", format!("cannot write the peer script: {e}"))],
+        );
     }
     let out = Command::new("python3")
         .arg(&path)
-        .args(["--n", &cfg.n.to_string(), "--hidden", &m.hidden.to_string(), "--steps", &cfg.steps.to_string(), "--reps", &reps.to_string(), "--only", &only.join(",")])
+        .args([
+            "--n",
+            &cfg.n.to_string(),
+            "--hidden",
+            &m.hidden.to_string(),
+            "--steps",
+            &cfg.steps.to_string(),
+            "--reps",
+            &reps.to_string(),
+            "--only",
+            &only.join(","),
+        ])
         .output();
     let _ = std::fs::remove_file(&path);
     let out = match out {
         Ok(o) => o,
-        Err(e) => return (vec![], vec![skip("peers", format!("python3 not runnable: {e}"))]),
+        Err(e) => {
+            return (
+                vec![],
+                vec![skip("peers", format!("python3 not runnable: {e}"))],
+            )
+        }
     };
     parse(&String::from_utf8_lossy(&out.stdout), cfg)
 }
@@ -45,13 +87,33 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
 pub fn parse(stdout: &str, cfg: &TrainConfig) -> (Vec<BenchRow>, Vec<Skipped>) {
     let (mut rows, mut skipped) = (vec![], vec![]);
     for line in stdout.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        let name = format!("{} {}", v["peer"].as_str().unwrap_or("?"), v["variant"].as_str().unwrap_or("")).trim().to_string();
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let name = format!(
+            "{} {}",
+            v["peer"].as_str().unwrap_or("?"),
+            v["variant"].as_str().unwrap_or("")
+        )
+        .trim()
+        .to_string();
         if let Some(reason) = v.get("skipped") {
-            skipped.push(Skipped { name, backend: "python".into(), reason: reason.as_str().unwrap_or("skipped").chars().take(200).collect() });
+            skipped.push(Skipped {
+                name,
+                backend: "python".into(),
+                reason: reason
+                    .as_str()
+                    .unwrap_or("skipped")
+                    .chars()
+                    .take(200)
+                    .collect(),
+            });
             continue;
         }
-        let samples: Vec<f64> = v["times"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+        let samples: Vec<f64> = v["times"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
         if samples.is_empty() {
             continue;
         }
@@ -85,7 +147,10 @@ mod tests {
 not json"#;
         let (rows, skipped) = parse(out, &TrainConfig::default());
         assert_eq!(rows.len(), 1);
-        assert_eq!((rows[0].name.as_str(), rows[0].summary.median), ("torch eager", 0.2));
+        assert_eq!(
+            (rows[0].name.as_str(), rows[0].summary.median),
+            ("torch eager", 0.2)
+        );
         assert_eq!(skipped[0].name, "jax");
     }
 }

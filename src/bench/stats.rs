@@ -36,7 +36,11 @@ impl Summary {
         s.sort_by(|a, b| a.total_cmp(b));
         let n = s.len();
         let mean = s.iter().sum::<f64>() / n.max(1) as f64;
-        let var = if n > 1 { s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64 } else { 0.0 };
+        let var = if n > 1 {
+            s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64
+        } else {
+            0.0
+        };
         let stddev = var.sqrt();
         Summary {
             runs: n,
@@ -80,7 +84,10 @@ mod tests {
     #[test]
     fn summary_of_known_samples() {
         let s = Summary::of(&[4.0, 1.0, 3.0, 2.0, 5.0]);
-        assert_eq!((s.runs, s.median, s.mean, s.min, s.max), (5, 3.0, 3.0, 1.0, 5.0));
+        assert_eq!(
+            (s.runs, s.median, s.mean, s.min, s.max),
+            (5, 3.0, 3.0, 1.0, 5.0)
+        );
         assert!((s.stddev - 2.5f64.sqrt()).abs() < 1e-12);
         assert!((s.p95 - 4.8).abs() < 1e-12);
         assert!((s.cv - 2.5f64.sqrt() / 3.0).abs() < 1e-12);
@@ -88,8 +95,22 @@ mod tests {
 
     #[test]
     fn relative_speed_propagates_uncertainty() {
-        let base = Summary { runs: 3, median: 2.0, mean: 2.0, stddev: 0.2, min: 1.8, max: 2.2, p95: 2.2, p99: 2.2, cv: 0.1 };
-        let fast = Summary { mean: 1.0, stddev: 0.1, ..base.clone() };
+        let base = Summary {
+            runs: 3,
+            median: 2.0,
+            mean: 2.0,
+            stddev: 0.2,
+            min: 1.8,
+            max: 2.2,
+            p95: 2.2,
+            p99: 2.2,
+            cv: 0.1,
+        };
+        let fast = Summary {
+            mean: 1.0,
+            stddev: 0.1,
+            ..base.clone()
+        };
         let (r, sigma) = relative_speed(&base, &fast);
         assert_eq!(r, 2.0);
         assert!((sigma - 2.0 * (0.01f64 + 0.01).sqrt()).abs() < 1e-12);

@@ -56,12 +56,26 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     let cfg = a.job.config();
     cfg.validate()?;
     if a.reps == 0 {
-        anyhow::bail!(crate::FerroError::arg("reps", 0, "use at least 1 repetition"));
+        anyhow::bail!(crate::FerroError::arg(
+            "reps",
+            0,
+            "use at least 1 repetition"
+        ));
     }
     let inv = Inventory::probe();
     let targets = targets(&inv, &a.backends)?;
-    let baseline = a.baseline.clone().unwrap_or_else(|| if targets.iter().any(|t| t.kind == BackendKind::Cuda) { "cuda".into() } else { "cpu".into() });
-    let exports = Exports { json: a.json.clone(), csv: a.csv.clone(), markdown: a.markdown.clone() };
+    let baseline = a.baseline.clone().unwrap_or_else(|| {
+        if targets.iter().any(|t| t.kind == BackendKind::Cuda) {
+            "cuda".into()
+        } else {
+            "cpu".into()
+        }
+    });
+    let exports = Exports {
+        json: a.json.clone(),
+        csv: a.csv.clone(),
+        markdown: a.markdown.clone(),
+    };
     let mut rec = BenchRecord::new(cfg.clone(), a.reps, baseline.clone(), inv.clone());
     for (i, t) in targets.iter().enumerate() {
         for engine in engines(a.engine) {
@@ -71,7 +85,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             eprintln!("bench: {} {:?} on {} ...", t.label(), engine, t.info.name);
             match bench_row(t, &cfg, engine, a.reps) {
                 Ok(row) => rec.rows.push(row),
-                Err(e) => rec.skipped.push(Skipped { name: format!("ferrofit {engine:?}").to_lowercase(), backend: t.label(), reason: e.to_string() }),
+                Err(e) => rec.skipped.push(Skipped {
+                    name: format!("ferrofit {engine:?}").to_lowercase(),
+                    backend: t.label(),
+                    reason: e.to_string(),
+                }),
             }
             set_relative(&mut rec.rows, &baseline);
             exports.write(&rec)?;
@@ -101,9 +119,17 @@ fn engines(c: EngineChoice) -> Vec<EngineKind> {
 /// Every device of the requested backends (all found devices by default).
 fn targets(inv: &Inventory, wanted: &[BackendKind]) -> anyhow::Result<Vec<Target>> {
     if wanted.is_empty() {
-        return Ok(inv.devices.iter().map(|d| select::select(inv, kind_of(&d.api), Some(d.index))).filter_map(Result::ok).collect());
+        return Ok(inv
+            .devices
+            .iter()
+            .map(|d| select::select(inv, kind_of(&d.api), Some(d.index)))
+            .filter_map(Result::ok)
+            .collect());
     }
-    wanted.iter().map(|&k| Ok(select::select(inv, k, None)?)).collect()
+    wanted
+        .iter()
+        .map(|&k| Ok(select::select(inv, k, None)?))
+        .collect()
 }
 
 fn kind_of(api: &str) -> BackendKind {
@@ -117,10 +143,22 @@ fn kind_of(api: &str) -> BackendKind {
     }
 }
 
-fn bench_row(t: &Target, cfg: &TrainConfig, want: EngineKind, reps: usize) -> crate::Result<crate::bench::BenchRow> {
+fn bench_row(
+    t: &Target,
+    cfg: &TrainConfig,
+    want: EngineKind,
+    reps: usize,
+) -> crate::Result<crate::bench::BenchRow> {
     let (engine, note) = dispatch::choose_engine(t, cfg, want)?;
     let mut trainer = |c: &TrainConfig| dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome);
-    let name = format!("ferrofit {}", if engine == EngineKind::Fused { "fused" } else { "general" });
+    let name = format!(
+        "ferrofit {}",
+        if engine == EngineKind::Fused {
+            "fused"
+        } else {
+            "general"
+        }
+    );
     let mut row = measure::measure(&mut trainer, cfg, reps, &name, &t.label(), &t.info.name)?;
     row.note = note;
     Ok(row)

@@ -15,8 +15,17 @@ use crate::task::Dataset;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 
-/// Points each unit handles, at least, before more cubes are launched.
-const POINTS_PER_UNIT: usize = 4;
+/// Points each unit handles, at least, before more cubes are launched
+/// (`FERROFIT_POINTS_PER_UNIT` overrides it, for tuning).
+const POINTS_PER_UNIT: usize = 16;
+
+fn points_per_unit() -> usize {
+    std::env::var("FERROFIT_POINTS_PER_UNIT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&v| v > 0)
+        .unwrap_or(POINTS_PER_UNIT)
+}
 /// Most cubes a micro-batch is spread over (bounds the partials buffer).
 const MAX_CUBES: usize = 2048;
 
@@ -125,14 +134,13 @@ impl<R: Runtime> GpuFused<R> {
             1.0 - BETA1.powi(self.step.max(1)),
             1.0 - BETA2.powi(self.step.max(1)),
         );
-        let units = ((self.np + 1) as u32).next_power_of_two();
         let np = self.np;
         // SAFETY: every buffer was allocated with the lengths passed here.
         unsafe {
             reduce_update::launch::<f32, R>(
                 &self.client,
                 CubeCount::Static(1, 1, 1),
-                CubeDim::new_1d(units),
+                CubeDim::new_1d(256),
                 ArrayArg::from_raw_parts(self.partials.clone(), MAX_CUBES * (np + 1)),
                 ArrayArg::from_raw_parts(self.params.clone(), np),
                 ArrayArg::from_raw_parts(self.m.clone(), np + 1),
@@ -180,7 +188,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             ),
         };
         let units = CUBE_UNITS as usize;
-        let cubes = len.div_ceil(units * POINTS_PER_UNIT).clamp(1, MAX_CUBES);
+        let cubes = len.div_ceil(units * points_per_unit()).clamp(1, MAX_CUBES);
         let scale = 1.0 / (count * self.cfg.model.outputs) as f32;
         let (idx_handle, idx_len, use_idx) = match &idx {
             Some(h) => (h.clone(), len, true),

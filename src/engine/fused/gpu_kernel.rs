@@ -9,7 +9,8 @@
 //! shared memory and writes one row of partial sums: `partials[cube][p + 1]`
 //! (the last column is the loss).
 //!
-//! `reduce_update`: one cube, one unit per parameter. Sums the partial rows,
+//! `reduce_update`: one cube; its units split the partial rows of each parameter
+//! between them and combine in shared memory. Sums the partial rows,
 //! adds the gradient carried from earlier micro-batches, and either carries the
 //! sum on (accumulation) or applies the optimizer to the f32 master weights in
 //! place and writes the step's mean loss. Nothing is read back to the host.
@@ -136,7 +137,6 @@ pub fn fused_grad<F: Float + CubeElement>(
     for j in 0..np + 1 {
         acc[j] = F::new(0.0);
     }
-    let mut z = Array::<F>::new(hidden);
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let n = count as usize;
     let mut i = ABSOLUTE_POS;
@@ -150,7 +150,6 @@ pub fn fused_grad<F: Float + CubeElement>(
         #[unroll]
         for j in 0..hidden {
             let zj = w[j] * xv + w[hidden + j];
-            z[j] = zj;
             out += w[2 * hidden + j] * act_fwd::<F>(zj, act);
         }
         let r = out - y[p];
@@ -159,7 +158,8 @@ pub fn fused_grad<F: Float + CubeElement>(
         acc[3 * hidden] += d;
         #[unroll]
         for j in 0..hidden {
-            let zj = z[j];
+            // Recomputing z is one FMA; keeping H of them would cost registers.
+            let zj = w[j] * xv + w[hidden + j];
             acc[2 * hidden + j] += d * act_fwd::<F>(zj, act);
             let dz = d * w[2 * hidden + j] * act_bwd::<F>(zj, act);
             acc[j] += dz * xv;
@@ -208,7 +208,9 @@ pub fn fused_grad<F: Float + CubeElement>(
 
 /// Sums `cubes` partial rows into the carried gradient; with `apply`, runs the
 /// optimizer on `params` and writes the mean loss to `loss_out[0]`.
-/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw.
+/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw. One cube of 256 units: unit `t`
+/// sums every `lanes`-th partial row of parameter `t % (np + 1)`, then the
+/// lanes of each parameter are combined in shared memory.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_update<F: Float + CubeElement>(
@@ -228,45 +230,60 @@ pub fn reduce_update<F: Float + CubeElement>(
     #[comptime] opt: u32,
     #[comptime] apply: bool,
 ) {
-    let j = UNIT_POS as usize;
-    if j <= np {
-        let mut s = carry[j];
-        for c in 0..cubes as usize {
-            s += partials[c * (np + 1) + j];
+    let t = UNIT_POS as usize;
+    let width = np + 1;
+    let lanes = CUBE_DIM as usize / width;
+    let mut lane_sums = SharedMemory::<F>::new(256usize);
+    let lane = t / width;
+    let j = t % width;
+    let mut s = F::new(0.0);
+    if lane < lanes {
+        let mut c = lane;
+        while c < cubes as usize {
+            s += partials[c * width + j];
+            c += lanes;
+        }
+    }
+    lane_sums[t] = s;
+    sync_cube();
+    if t < width {
+        let mut total = carry[t];
+        for l in 0..lanes {
+            total += lane_sums[l * width + t];
         }
         if !apply {
-            carry[j] = s;
+            carry[t] = total;
         } else {
-            carry[j] = F::new(0.0);
-            if j == np {
-                loss_out[0] = s;
+            carry[t] = F::new(0.0);
+            if t == np {
+                loss_out[0] = total;
             } else {
-                let pj = params[j];
+                let pj = params[t];
                 if opt == 0 {
-                    params[j] = pj - lr * (s + wd * pj);
+                    params[t] = pj - lr * (total + wd * pj);
                 } else if opt == 1 {
-                    let g = s + wd * pj;
+                    let g = total + wd * pj;
                     let mut mj = g;
                     if first == 0u32 {
-                        mj = F::new(0.9) * m[j] + g;
+                        mj = F::new(0.9) * m[t] + g;
                     }
-                    m[j] = mj;
-                    params[j] = pj - lr * mj;
+                    m[t] = mj;
+                    params[t] = pj - lr * mj;
                 } else {
-                    let mut g = s;
+                    let mut g = total;
                     if opt == 2 {
-                        g = s + wd * pj;
+                        g = total + wd * pj;
                     }
-                    let mj = F::new(0.9) * m[j] + F::new(0.1) * g;
-                    let vj = F::new(0.999) * v[j] + F::new(0.001) * g * g;
-                    m[j] = mj;
-                    v[j] = vj;
+                    let mj = F::new(0.9) * m[t] + F::new(0.1) * g;
+                    let vj = F::new(0.999) * v[t] + F::new(0.001) * g * g;
+                    m[t] = mj;
+                    v[t] = vj;
                     let update = (mj / bias1) / (F::sqrt(vj / bias2) + F::new(0.00000001));
                     let mut decayed = pj;
                     if opt == 3 {
                         decayed = pj * (F::new(1.0) - lr * wd);
                     }
-                    params[j] = decayed - lr * update;
+                    params[t] = decayed - lr * update;
                 }
             }
         }
