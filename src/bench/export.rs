@@ -44,6 +44,7 @@ pub struct Exports {
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub markdown: Option<PathBuf>,
+    pub plot: Option<PathBuf>,
 }
 
 impl Exports {
@@ -62,6 +63,9 @@ impl Exports {
         }
         if let Some(p) = &self.markdown {
             write_atomic(p, markdown(rec).as_bytes())?;
+        }
+        if let Some(p) = &self.plot {
+            write_atomic(p, super::plot::svg(rec).as_bytes())?;
         }
         Ok(())
     }

@@ -3,8 +3,10 @@
 //! summarised, and compared against a baseline row.
 
 pub mod export;
+pub mod history;
 pub mod measure;
 pub mod peers;
+pub mod plot;
 pub mod stats;
 
 use serde::Serialize;

@@ -6,6 +6,7 @@ use crate::backend::devices::Inventory;
 use crate::backend::select::Target;
 use crate::backend::{dispatch, select, BackendKind};
 use crate::bench::export::{markdown, BenchRecord, Exports};
+use crate::bench::history::{self, History};
 use crate::bench::{measure, peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
 use clap::{Args, ValueEnum};
@@ -49,6 +50,18 @@ pub struct BenchArgs {
     csv: Option<PathBuf>,
     #[arg(long)]
     markdown: Option<PathBuf>,
+    /// Draw the table as an SVG bar chart (median, min … max, log time axis).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// Bench history database (default: $XDG_DATA_HOME/ferrofit/history.sqlite).
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Do not record this bench in the history.
+    #[arg(long)]
+    no_history: bool,
+    /// Compare with the previous bench of the same job on the same device: `last`.
+    #[arg(long, value_parser = ["last"])]
+    compare: Option<String>,
 }
 
 /// Runs `bench`.
@@ -75,6 +88,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         json: a.json.clone(),
         csv: a.csv.clone(),
         markdown: a.markdown.clone(),
+        plot: a.plot.clone(),
+    };
+    // Open the history first, so a bad --db fails before minutes of measuring.
+    let mut history = match (a.no_history, &a.compare) {
+        (true, None) => None,
+        _ => Some(History::open(
+            &a.db.clone().unwrap_or_else(history::default_path),
+        )?),
     };
     let mut rec = BenchRecord::new(cfg.clone(), a.reps, baseline.clone(), inv.clone());
     for (i, t) in targets.iter().enumerate() {
@@ -104,6 +125,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         exports.write(&rec)?;
     }
     print!("{}", markdown(&rec));
+    if let Some(h) = &mut history {
+        if a.compare.is_some() {
+            let prev = h.previous(&rec)?;
+            println!();
+            for line in history::compare_lines(&rec, &prev) {
+                println!("{line}");
+            }
+        }
+        if !a.no_history {
+            h.append(&rec)?;
+        }
+    }
     Ok(())
 }
 

@@ -66,7 +66,7 @@ fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
         s * (F::new(1.0) + z * (F::new(1.0) - s))
     } else {
         let cdf = F::new(0.5) * (F::new(1.0) + F::erf(z * F::new(0.70710677)));
-        cdf + z * F::exp(F::new(-0.5) * z * z) * F::new(0.3989422804)
+        cdf + z * F::exp(F::new(-0.5) * z * z) * F::new(0.398_942_3)
     }
 }
 

@@ -1,0 +1,190 @@
+//! Bench history: every bench row is appended to an SQLite database (default
+//! `$XDG_DATA_HOME/ferrofit/history.sqlite`), keyed by device, driver, backend,
+//! engine, job and ferrofit version, so `--compare last` can show what changed
+//! since the previous run on the same device — the field report's driver effect.
+//! Each bench is one transaction: a crash or a kill loses at most that bench,
+//! and concurrent benches wait for each other (WAL, busy timeout).
+
+use super::export::BenchRecord;
+use crate::error::{FerroError, Result};
+use rusqlite::{params, Connection};
+use std::path::{Path, PathBuf};
+
+/// The default database path.
+pub fn default_path() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("ferrofit").join("history.sqlite")
+}
+
+/// An open history database.
+pub struct History {
+    conn: Connection,
+}
+
+/// The previous measurement of a row, for comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Previous {
+    pub when: String,
+    pub median: f64,
+    pub final_loss: f64,
+    pub version: String,
+}
+
+fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> FerroError + '_ {
+    move |e| FerroError::Io {
+        action: "using the bench history",
+        path: path.display().to_string(),
+        source: std::io::Error::other(format!(
+            "{e}; pass --db PATH to use another file, or --no-history"
+        )),
+    }
+}
+
+impl History {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: &Path) -> Result<History> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| FerroError::Io {
+                action: "creating folder",
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let err = db_err(path);
+        let conn = Connection::open(path).map_err(&err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(&err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(&err)?;
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS rows (
+                id INTEGER PRIMARY KEY,
+                at TEXT NOT NULL DEFAULT (datetime('now')),
+                version TEXT NOT NULL, device TEXT NOT NULL, driver TEXT NOT NULL,
+                backend TEXT NOT NULL, name TEXT NOT NULL, job TEXT NOT NULL,
+                runs INTEGER NOT NULL, median REAL NOT NULL, mean REAL NOT NULL,
+                stddev REAL NOT NULL, final_loss REAL NOT NULL, record TEXT NOT NULL);
+             CREATE INDEX IF NOT EXISTS rows_key ON rows (device, backend, name, job, id);",
+        )
+        .map_err(&err)?;
+        Ok(History { conn })
+    }
+
+    /// The job key: the configuration as JSON (every knob that changes the work).
+    fn job_key(rec: &BenchRecord) -> String {
+        serde_json::to_string(&rec.config).expect("config serialises")
+    }
+
+    /// The driver string of the device a row ran on.
+    fn driver(rec: &BenchRecord, backend: &str, device: &str) -> String {
+        rec.adapters
+            .devices
+            .iter()
+            .find(|d| d.name == device && (d.api == backend || backend == "cpu"))
+            .map(|d| d.driver.clone())
+            .unwrap_or_default()
+    }
+
+    /// For each row of `rec`, the latest earlier measurement of the same row.
+    pub fn previous(&self, rec: &BenchRecord) -> Result<Vec<Option<Previous>>> {
+        let job = Self::job_key(rec);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT at, median, final_loss, version FROM rows WHERE device = ?1 AND backend = ?2 AND name = ?3 AND job = ?4 ORDER BY id DESC LIMIT 1")
+            .map_err(db_err(Path::new("history")))?;
+        rec.rows
+            .iter()
+            .map(|r| {
+                let mut q = stmt
+                    .query(params![r.device, r.backend, r.name, job])
+                    .map_err(db_err(Path::new("history")))?;
+                let row = q.next().map_err(db_err(Path::new("history")))?;
+                Ok(row.map(|row| Previous {
+                    when: row.get(0).unwrap_or_default(),
+                    median: row.get(1).unwrap_or(f64::NAN),
+                    final_loss: row.get(2).unwrap_or(f64::NAN),
+                    version: row.get(3).unwrap_or_default(),
+                }))
+            })
+            .collect()
+    }
+
+    /// Appends every row of `rec` in one transaction.
+    pub fn append(&mut self, rec: &BenchRecord) -> Result<()> {
+        let job = Self::job_key(rec);
+        let err = db_err(Path::new("history"));
+        let tx = self.conn.transaction().map_err(&err)?;
+        for r in &rec.rows {
+            tx.execute(
+                "INSERT INTO rows (version, device, driver, backend, name, job, runs, median, mean, stddev, final_loss, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                params![
+                    rec.versions.ferrofit,
+                    r.device,
+                    Self::driver(rec, &r.backend, &r.device),
+                    r.backend,
+                    r.name,
+                    job,
+                    r.summary.runs as i64,
+                    r.summary.median,
+                    r.summary.mean,
+                    r.summary.stddev,
+                    r.final_loss,
+                    serde_json::to_string(r).expect("row serialises"),
+                ],
+            )
+            .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)
+    }
+
+    /// Number of rows stored.
+    pub fn len(&self) -> Result<usize> {
+        self.conn
+            .query_row("SELECT COUNT(*) FROM rows", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as usize)
+            .map_err(db_err(Path::new("history")))
+    }
+
+    /// True when nothing is stored.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+}
+
+/// Lines saying how each row changed against its previous measurement.
+pub fn compare_lines(rec: &BenchRecord, prev: &[Option<Previous>]) -> Vec<String> {
+    rec.rows
+        .iter()
+        .zip(prev)
+        .map(|(r, p)| match p {
+            Some(p) => {
+                let change = (r.summary.median / p.median - 1.0) * 100.0;
+                let verdict = if change.abs() < 2.0 * r.summary.cv.max(0.01) * 100.0 {
+                    "within noise"
+                } else if change < 0.0 {
+                    "faster"
+                } else {
+                    "slower"
+                };
+                format!(
+                    "{} on {} ({}): {} -> {} ({change:+.1}%, {verdict}) since {} (ferrofit {})",
+                    r.name,
+                    r.backend,
+                    r.device,
+                    super::stats::fmt_time(p.median),
+                    super::stats::fmt_time(r.summary.median),
+                    p.when,
+                    p.version
+                )
+            }
+            None => format!(
+                "{} on {} ({}): no earlier run of this job on this device",
+                r.name, r.backend, r.device
+            ),
+        })
+        .collect()
+}

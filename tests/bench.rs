@@ -1,0 +1,203 @@
+//! `ferrofit bench`: exports (exact text for a fixed record), the history
+//! database under concurrency and a kill mid-write, and the CLI end to end.
+
+use ferrofit::backend::devices::Inventory;
+use ferrofit::bench::export::{csv, markdown, BenchRecord};
+use ferrofit::bench::history::{compare_lines, History};
+use ferrofit::bench::stats::Summary;
+use ferrofit::bench::{plot, set_relative, BenchRow};
+use ferrofit::config::TrainConfig;
+use std::process::Command;
+
+fn row(name: &str, backend: &str, samples: &[f64]) -> BenchRow {
+    BenchRow {
+        name: name.into(),
+        backend: backend.into(),
+        device: "Test Device".into(),
+        samples: samples.to_vec(),
+        summary: Summary::of(samples),
+        step_latency: None,
+        first_step_seconds: None,
+        final_loss: 0.015,
+        throughput: 1.0,
+        reached_target: false,
+        relative: None,
+        note: None,
+    }
+}
+
+fn record() -> BenchRecord {
+    let cfg = TrainConfig {
+        n: 1000,
+        steps: 10,
+        ..TrainConfig::default()
+    };
+    let mut rec = BenchRecord::new(cfg, 3, "cpu".into(), Inventory::default());
+    rec.rows = vec![
+        row("ferrofit fused", "cpu", &[0.002, 0.003, 0.004]),
+        row("jax jit", "cpu", &[0.006, 0.006, 0.006]),
+    ];
+    set_relative(&mut rec.rows, "cpu");
+    rec
+}
+
+#[test]
+fn markdown_and_csv_are_exact() {
+    let rec = record();
+    let md = markdown(&rec);
+    let expected_rows = "| ferrofit fused | cpu (Test Device) | 3.00 ms | 3.00 ms ± 1.00 ms | 2.00 ms … 4.00 ms | — | — | 0.01500 | 1.00 ± 0.47 |\n\
+                         | jax jit | cpu (Test Device) | 6.00 ms | 6.00 ms ± 0.0 µs | 6.00 ms … 6.00 ms | — | — | 0.01500 | 0.50 ± 0.17 |\n";
+    assert!(md.contains(expected_rows), "{md}");
+    assert!(
+        md.starts_with(
+            "Job: x2-noise n=1000 hidden=10x1 Sgd lr 0.2 steps 10 precision F32; 3 timed runs"
+        ),
+        "{md}"
+    );
+    let c = csv(&rec);
+    assert_eq!(c.lines().count(), 3);
+    let f: Vec<&str> = c.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!(
+        &f[..5],
+        ["jax jit", "cpu", "Test Device", "3", "0.006"],
+        "{c}"
+    );
+    let relative: f64 = f[14].parse().unwrap();
+    assert!((relative - 0.5).abs() < 1e-12, "{c}");
+}
+
+#[test]
+fn plot_escapes_hostile_names() {
+    let mut rec = record();
+    rec.rows[0].name = "<script>alert(1)</script>".into();
+    let s = plot::svg(&rec);
+    assert!(!s.contains("<script>") && s.contains("&lt;script&gt;"));
+    assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+}
+
+fn temp_db(tag: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("ferrofit-hist-{tag}-{}.sqlite", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+#[test]
+fn history_survives_concurrent_benches_and_compares_with_the_last() {
+    let path = temp_db("conc");
+    let threads: Vec<_> = (0..2)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut h = History::open(&path).unwrap();
+                for _ in 0..20 {
+                    h.append(&record()).unwrap();
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let h = History::open(&path).unwrap();
+    assert_eq!(h.len().unwrap(), 80);
+    let mut newer = record();
+    newer.rows[0] = row("ferrofit fused", "cpu", &[0.0015, 0.0015, 0.0015]);
+    let prev = h.previous(&newer).unwrap();
+    assert_eq!(prev[0].as_ref().unwrap().median, 0.003);
+    let lines = compare_lines(&newer, &prev);
+    assert!(
+        lines[0].contains("-50.0%") && lines[0].contains("faster"),
+        "{}",
+        lines[0]
+    );
+}
+
+/// Child mode for the kill test: append forever.
+#[test]
+fn child_writer_loop() {
+    let Ok(path) = std::env::var("FERROFIT_HISTORY_CHILD") else {
+        return;
+    };
+    let mut h = History::open(std::path::Path::new(&path)).unwrap();
+    loop {
+        h.append(&record()).unwrap();
+    }
+}
+
+#[test]
+fn history_survives_a_kill_mid_write() {
+    let path = temp_db("kill");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_writer_loop", "--nocapture"])
+        .env("FERROFIT_HISTORY_CHILD", &path)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let h = History::open(&path).unwrap();
+    let n = h.len().unwrap();
+    assert!(n > 0, "the child wrote nothing");
+    assert_eq!(
+        n % 2,
+        0,
+        "a bench's rows are written together or not at all"
+    );
+}
+
+#[test]
+fn bench_cli_writes_json_and_compares_with_the_previous_run() {
+    let dir = std::env::temp_dir().join(format!("ferrofit-bench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("h.sqlite");
+    let json = dir.join("b.json");
+    let args = [
+        "bench",
+        "--backends",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "5",
+        "--reps",
+        "2",
+        "--compare",
+        "last",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let bin = env!("CARGO_BIN_EXE_ferrofit");
+    let first = Command::new(bin).args(args).output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert!(String::from_utf8_lossy(&first.stdout).contains("no earlier run"));
+    let second = Command::new(bin).args(args).output().unwrap();
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert!(
+        out.contains("| ferrofit fused | cpu") && out.contains(" since "),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let r = &v["rows"][0];
+    for key in [
+        "samples",
+        "summary",
+        "step_latency",
+        "first_step_seconds",
+        "final_loss",
+        "throughput",
+        "relative",
+    ] {
+        assert!(!r[key].is_null(), "missing {key} in {r}");
+    }
+    assert_eq!(r["samples"].as_array().unwrap().len(), 2);
+    assert!(v["adapters"]["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|d| d["api"] == "cpu"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
