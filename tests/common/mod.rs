@@ -2,7 +2,7 @@
 //!
 //! The CPU is always tested. A wgpu device (lavapipe in CI) is tested when one
 //! is found; with `FERROFIT_REQUIRE_WGPU=1` (set by `.ci/run`) its absence is a
-//! failure rather than a skip.
+//! failure rather than a skip; `FERROFIT_REQUIRE_CUDA=1` does the same for CUDA.
 #![allow(dead_code)]
 
 use ferrofit::backend::devices::Inventory;
@@ -20,9 +20,18 @@ pub fn targets() -> Vec<Target> {
         }
         Err(e) => eprintln!("skipping wgpu: {e}"),
     }
-    if let Ok(c) = select(&inv, BackendKind::Cuda, None) {
-        t.push(c);
+    match select(&inv, BackendKind::Cuda, None) {
+        Ok(c) => t.push(c),
+        Err(e) if std::env::var("FERROFIT_REQUIRE_CUDA").is_ok_and(|v| v == "1") => {
+            panic!("FERROFIT_REQUIRE_CUDA=1 but no CUDA device: {e}")
+        }
+        Err(_) => {}
     }
+    let names: Vec<String> = t
+        .iter()
+        .map(|t| format!("{} ({})", t.label(), t.info.name))
+        .collect();
+    eprintln!("testing on: {}", names.join(", "));
     t
 }
 
