@@ -1,6 +1,8 @@
 //! `ferrofit bench`: exports (exact text for a fixed record), the history
 //! database under concurrency and a kill mid-write, and the CLI end to end.
 
+mod common;
+
 use ferrofit::backend::devices::Inventory;
 use ferrofit::bench::export::{csv, markdown, BenchRecord};
 use ferrofit::bench::history::{compare_lines, History};
@@ -147,12 +149,23 @@ fn history_survives_a_kill_mid_write() {
 fn bench_cli_writes_json_and_compares_with_the_previous_run() {
     let dir = std::env::temp_dir().join(format!("ferrofit-bench-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let db = dir.join("h.sqlite");
-    let json = dir.join("b.json");
+    let (db, json) = (dir.join("h.sqlite"), dir.join("b.json"));
+    // Every backend the suite covers (lavapipe's Vulkan in CI).
+    let backends: Vec<String> = common::targets()
+        .iter()
+        .map(|t| {
+            if t.kind == ferrofit::backend::BackendKind::Cpu {
+                "cpu".into()
+            } else {
+                t.info.api.clone()
+            }
+        })
+        .collect();
+    let backends = backends.join(",");
     let args = [
         "bench",
         "--backends",
-        "cpu",
+        &backends,
         "--n",
         "2000",
         "--steps",
@@ -161,43 +174,79 @@ fn bench_cli_writes_json_and_compares_with_the_previous_run() {
         "2",
         "--compare",
         "last",
+    ];
+    let files = [
         "--db",
         db.to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
     ];
     let bin = env!("CARGO_BIN_EXE_ferrofit");
-    let first = Command::new(bin).args(args).output().unwrap();
+    let first = Command::new(bin).args(args).args(files).output().unwrap();
     assert!(
         first.status.success(),
         "{}",
         String::from_utf8_lossy(&first.stderr)
     );
     assert!(String::from_utf8_lossy(&first.stdout).contains("no earlier run"));
-    let second = Command::new(bin).args(args).output().unwrap();
+    let second = Command::new(bin).args(args).args(files).output().unwrap();
     let out = String::from_utf8_lossy(&second.stdout);
     assert!(
         out.contains("| ferrofit fused | cpu") && out.contains(" since "),
         "{out}"
     );
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let r = &v["rows"][0];
-    for key in [
-        "samples",
-        "summary",
-        "step_latency",
-        "first_step_seconds",
-        "final_loss",
-        "throughput",
-        "relative",
-    ] {
-        assert!(!r[key].is_null(), "missing {key} in {r}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        backends.split(',').count(),
+        "one row per backend: {out}"
+    );
+    for r in rows {
+        for key in [
+            "samples",
+            "summary",
+            "step_latency",
+            "first_step_seconds",
+            "final_loss",
+            "throughput",
+            "relative",
+        ] {
+            assert!(!r[key].is_null(), "missing {key} in {r}");
+        }
+        assert_eq!(r["samples"].as_array().unwrap().len(), 2);
     }
-    assert_eq!(r["samples"].as_array().unwrap().len(), 2);
     assert!(v["adapters"]["devices"]
         .as_array()
         .unwrap()
         .iter()
         .any(|d| d["api"] == "cpu"));
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn bench_with_a_target_loss_reports_time_to_target() {
+    let args = [
+        "bench",
+        "--backends",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "3",
+        "--reps",
+        "1",
+        "--target-loss",
+        "1e-9",
+        "--no-history",
+    ];
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+        .args(args)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        t.contains("time to loss <= 0.000000001") && t.contains("| ferrofit fused * |"),
+        "{t}"
+    );
 }

@@ -117,13 +117,23 @@ pub fn markdown(rec: &BenchRecord) -> String {
         "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
         rec.config.task, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
     );
+    if let Some(t) = rec.config.target_loss {
+        out += &format!(
+            "Times are time to loss <= {t}; * marks rows that did not reach it in {} steps.\n\n",
+            rec.config.steps
+        );
+    }
     out += &format!(
         "| {} |\n|{}\n",
         HEADER.join(" | "),
         "---|".repeat(HEADER.len())
     );
     for r in &rec.rows {
-        out += &format!("| {} |\n", cells(r).join(" | "));
+        let mut c = cells(r);
+        if rec.config.target_loss.is_some() && !r.reached_target && r.name.starts_with("ferrofit") {
+            c[0] += " *";
+        }
+        out += &format!("| {} |\n", c.join(" | "));
     }
     for s in &rec.skipped {
         out += &format!("\nskipped {} ({}): {}", s.name, s.backend, s.reason);

@@ -176,6 +176,23 @@ fn kind_of(api: &str) -> BackendKind {
     }
 }
 
+/// A progress bar on a terminal, hidden otherwise.
+fn row_bar(len: u64, msg: &str) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{msg:40} {bar:30.cyan/blue} {pos}/{len} runs [{elapsed}]",
+        )
+        .expect("valid template"),
+    );
+    bar.set_message(msg.to_string());
+    bar
+}
+
 fn bench_row(
     t: &Target,
     cfg: &TrainConfig,
@@ -183,7 +200,6 @@ fn bench_row(
     reps: usize,
 ) -> crate::Result<crate::bench::BenchRow> {
     let (engine, note) = dispatch::choose_engine(t, cfg, want)?;
-    let mut trainer = |c: &TrainConfig| dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome);
     let name = format!(
         "ferrofit {}",
         if engine == EngineKind::Fused {
@@ -192,7 +208,16 @@ fn bench_row(
             "general"
         }
     );
-    let mut row = measure::measure(&mut trainer, cfg, reps, &name, &t.label(), &t.info.name)?;
+    // One bar per row: warm-up, the timed runs, the per-step latency run.
+    let bar = row_bar(reps as u64 + 2, &format!("{name} on {}", t.label()));
+    let mut trainer = |c: &TrainConfig| {
+        let r = dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome);
+        bar.inc(1);
+        r
+    };
+    let row = measure::measure(&mut trainer, cfg, reps, &name, &t.label(), &t.info.name);
+    bar.finish_and_clear();
+    let mut row = row?;
     row.note = note;
     Ok(row)
 }
