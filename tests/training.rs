@@ -5,9 +5,10 @@
 mod common;
 
 use common::targets;
-use ferrofit::backend::dispatch::train_from;
+use ferrofit::backend::dispatch::{train_from, RunResult};
+use ferrofit::backend::select::Target;
 use ferrofit::backend::BackendKind;
-use ferrofit::config::{EngineKind, OptimizerKind, Precision, TrainConfig};
+use ferrofit::config::{EngineKind, OptimizerKind, Precision, Schedule, TrainConfig};
 use ferrofit::model::Params;
 use ferrofit::task::Task;
 
@@ -184,36 +185,45 @@ fn fused_and_general_engines_agree_over_100_steps_on_every_backend() {
     }
 }
 
+/// Trains the seed task's data from the seeded initial weights: (init, result).
+fn fit(target: &Target, cfg: &TrainConfig, engine: EngineKind) -> (Params, RunResult) {
+    let init = Params::init(&cfg.model, cfg.seed);
+    let data = Task::X2Noise.generate(cfg.n, cfg.seed);
+    let r = train_from(target, cfg, engine, init.clone(), Some(data), &mut ())
+        .unwrap_or_else(|e| panic!("{} {engine:?}: {e}", target.label()));
+    (init, r)
+}
+
+/// Adam for 40 steps on 4096 points, the base of the tests below.
+fn adam40() -> TrainConfig {
+    TrainConfig {
+        n: 4096,
+        steps: 40,
+        optimizer: OptimizerKind::Adam,
+        lr: 0.02,
+        log_every: 1,
+        ..TrainConfig::default()
+    }
+}
+
 #[test]
-fn mini_batches_accumulation_and_schedules_train() {
-    let target = &targets()[0];
-    for engine in [EngineKind::Fused, EngineKind::General] {
-        let cfg = TrainConfig {
-            n: 4096,
-            steps: 40,
-            batch_size: Some(512),
-            accumulate: 2,
-            schedule: ferrofit::config::Schedule::Cosine,
-            optimizer: OptimizerKind::Adam,
-            lr: 0.02,
-            log_every: 1,
-            ..TrainConfig::default()
-        };
-        let init = Params::init(&cfg.model, cfg.seed);
-        let r = train_from(
-            target,
-            &cfg,
-            engine,
-            init,
-            Some(Task::X2Noise.generate(cfg.n, cfg.seed)),
-            &mut (),
-        )
-        .unwrap();
-        assert!(
-            r.outcome.final_loss < 0.5 * r.outcome.curve[0].loss,
-            "{engine:?}: {:?}",
-            r.outcome.curve.last()
-        );
+fn mini_batches_accumulation_and_schedules_train_on_every_backend() {
+    let cfg = TrainConfig {
+        batch_size: Some(512),
+        accumulate: 2,
+        schedule: Schedule::Cosine,
+        ..adam40()
+    };
+    for target in targets() {
+        for engine in [EngineKind::Fused, EngineKind::General] {
+            let (_, r) = fit(&target, &cfg, engine);
+            let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
+            assert!(
+                last < 0.5 * first,
+                "{} {engine:?}: {first} -> {last}",
+                target.label()
+            );
+        }
     }
 }
 
@@ -226,22 +236,15 @@ fn accumulating_the_full_batch_equals_one_full_batch() {
         log_every: 1,
         ..TrainConfig::default()
     };
-    let split = TrainConfig {
-        accumulate: 3,
-        ..base.clone()
-    };
-    let init = Params::init(&base.model, base.seed);
-    let data = Task::X2Noise.generate(base.n, base.seed);
-    let a = train_from(
+    let (_, a) = fit(target, &base, EngineKind::Fused);
+    let (_, b) = fit(
         target,
-        &base,
+        &TrainConfig {
+            accumulate: 3,
+            ..base
+        },
         EngineKind::Fused,
-        init.clone(),
-        Some(data.clone()),
-        &mut (),
-    )
-    .unwrap();
-    let b = train_from(target, &split, EngineKind::Fused, init, Some(data), &mut ()).unwrap();
+    );
     assert!((a.outcome.final_loss - b.outcome.final_loss).abs() < 1e-6 * a.outcome.final_loss);
 }
 
@@ -249,35 +252,21 @@ fn accumulating_the_full_batch_equals_one_full_batch() {
 fn reduced_precision_with_master_weights_trains() {
     let target = &targets()[0];
     for precision in [Precision::Bf16, Precision::F16] {
-        let cfg = TrainConfig {
-            n: 4096,
-            steps: 40,
-            precision,
-            optimizer: OptimizerKind::Adam,
-            lr: 0.02,
-            log_every: 1,
-            ..TrainConfig::default()
-        };
-        let init = Params::init(&cfg.model, cfg.seed);
-        let r = train_from(
+        let (init, r) = fit(
             target,
-            &cfg,
+            &TrainConfig {
+                precision,
+                ..adam40()
+            },
             EngineKind::Auto,
-            init.clone(),
-            Some(Task::X2Noise.generate(cfg.n, cfg.seed)),
-            &mut (),
-        )
-        .unwrap();
+        );
         assert_eq!(
             r.engine,
             EngineKind::General,
             "reduced precision runs on the general engine"
         );
         assert_every_tensor_moved(&init, &r.params, &format!("{precision:?}"));
-        assert!(
-            r.outcome.final_loss < 0.5 * r.outcome.curve[0].loss,
-            "{precision:?}: {:?}",
-            r.outcome.curve.last()
-        );
+        let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
+        assert!(last < 0.5 * first, "{precision:?}: {first} -> {last}");
     }
 }
