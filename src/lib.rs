@@ -11,6 +11,7 @@ pub mod batches;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod io;

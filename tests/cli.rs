@@ -100,3 +100,36 @@ fn devices_lists_the_cpu_as_json() {
         .iter()
         .any(|d| d["api"] == "cpu"));
 }
+
+#[test]
+fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
+    let (code, stdout, stderr) = ferrofit(&["doctor", "--backend", "cpu", "--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let findings = v["devices"][0]["findings"].as_array().unwrap();
+    for check in [
+        "parameters update",
+        "gradients",
+        "loss falls (default lr)",
+        "jitter",
+        "f16 / bf16",
+    ] {
+        let f = findings
+            .iter()
+            .find(|f| f["check"] == check)
+            .unwrap_or_else(|| panic!("no {check} in {stdout}"));
+        assert_ne!(f["severity"], "fail", "{f}");
+    }
+    let (code, stdout, _) = ferrofit(&["doctor", "--backend", "cpu", "--lr", "5", "--json"]);
+    assert_eq!(code, 1, "a failed check exits 1");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let f = v["devices"][0]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "loss falls (your --lr)")
+        .cloned()
+        .unwrap();
+    assert_eq!(f["severity"], "fail");
+    assert!(f["fix"].as_str().unwrap().contains("lower --lr"), "{f}");
+}

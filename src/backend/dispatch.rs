@@ -235,9 +235,26 @@ fn general_engine(
     }
 }
 
+thread_local! {
+    /// True while this thread runs backend code whose panics become errors.
+    static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Installs a panic hook that stays quiet for panics [`guarded`] turns into
+/// errors (the error says what happened) and prints all others as usual.
+pub fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !GUARDED.with(|g| g.get()) {
+            default(info);
+        }
+    }));
+}
+
 /// Runs `f`, turning a backend panic into an error.
 fn guarded<T>(target: &Target, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+    let was = GUARDED.with(|g| g.replace(true));
+    let out = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let detail = panic
             .downcast_ref::<String>()
             .cloned()
@@ -245,9 +262,11 @@ fn guarded<T>(target: &Target, f: impl FnOnce() -> Result<T>) -> Result<T> {
             .unwrap_or_else(|| "unknown panic".into());
         Err(FerroError::BackendFailed {
             backend: target.label(),
-            detail,
+            detail: detail.trim().to_string(),
         })
-    })
+    });
+    GUARDED.with(|g| g.set(was));
+    out
 }
 
 #[cfg(feature = "cpu")]

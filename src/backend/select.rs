@@ -104,6 +104,24 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
     }
 }
 
+/// Every device found, as targets: what `bench` and `doctor` cover by default.
+pub fn every_device(inv: &Inventory) -> Vec<Target> {
+    inv.devices
+        .iter()
+        .map(|d| Target {
+            kind: resolved(&d.api),
+            info: d.clone(),
+        })
+        .filter(|t| {
+            compiled(t.kind).is_ok()
+                && matches!(
+                    t.info.api.as_str(),
+                    "cpu" | "cuda" | "vulkan" | "dx12" | "metal"
+                )
+        })
+        .collect()
+}
+
 fn resolved(api: &str) -> BackendKind {
     match api {
         "cpu" => BackendKind::Cpu,

@@ -152,28 +152,12 @@ fn engines(c: EngineChoice) -> Vec<EngineKind> {
 /// Every device of the requested backends (all found devices by default).
 fn targets(inv: &Inventory, wanted: &[BackendKind]) -> anyhow::Result<Vec<Target>> {
     if wanted.is_empty() {
-        return Ok(inv
-            .devices
-            .iter()
-            .map(|d| select::select(inv, kind_of(&d.api), Some(d.index)))
-            .filter_map(Result::ok)
-            .collect());
+        return Ok(select::every_device(inv));
     }
     wanted
         .iter()
         .map(|&k| Ok(select::select(inv, k, None)?))
         .collect()
-}
-
-fn kind_of(api: &str) -> BackendKind {
-    match api {
-        "cpu" => BackendKind::Cpu,
-        "cuda" => BackendKind::Cuda,
-        "vulkan" => BackendKind::Vulkan,
-        "dx12" => BackendKind::Dx12,
-        "metal" => BackendKind::Metal,
-        _ => BackendKind::Wgpu,
-    }
 }
 
 /// A progress bar on a terminal, hidden otherwise.

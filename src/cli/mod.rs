@@ -1,7 +1,8 @@
-//! The command line: `ferrofit devices`, `ferrofit train` and `ferrofit bench`.
+//! The command line: `ferrofit devices`, `train`, `bench` and `doctor`.
 
 mod bench;
 mod devices;
+mod doctor;
 mod progress;
 mod train;
 
@@ -24,6 +25,8 @@ pub enum Command {
     Train(Box<train::TrainArgs>),
     /// The field report's table: the job on every backend, repeated, with statistics.
     Bench(Box<bench::BenchArgs>),
+    /// Check every device for the field report's pitfalls (exit 1 when a check fails).
+    Doctor(doctor::DoctorArgs),
 }
 
 /// Parses the process arguments and runs the command.
@@ -33,5 +36,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Devices(a) => devices::run(a),
         Command::Train(a) => train::run(*a),
         Command::Bench(a) => bench::run(*a),
+        Command::Doctor(a) => doctor::run(a),
     }
 }

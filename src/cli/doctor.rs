@@ -1,0 +1,111 @@
+//! `ferrofit doctor [--backend ...] [--lr X] [--json]`: adapters, then every
+//! check on every device; exit code 1 when a check fails, so it can gate CI.
+
+use crate::backend::devices::Inventory;
+use crate::backend::select::{self, Target};
+use crate::backend::BackendKind;
+use crate::doctor::{checks, Finding, Severity};
+use clap::Args;
+use serde::Serialize;
+
+/// Arguments of `doctor`.
+#[derive(Args, Debug)]
+pub struct DoctorArgs {
+    /// Backends to check (comma-separated); default: every device found.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    backend: Vec<BackendKind>,
+    /// Also check that the loss falls with this learning rate.
+    #[arg(long)]
+    lr: Option<f64>,
+    /// Print one JSON object instead of the report.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize)]
+struct DeviceReport {
+    backend: String,
+    device: crate::backend::devices::DeviceInfo,
+    findings: Vec<Finding>,
+}
+
+/// Runs `doctor`; returns an error (exit 2) on bad arguments, exits 1 on a failed check.
+pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
+    if let Some(lr) = a.lr {
+        if !(lr.is_finite() && lr > 0.0) {
+            anyhow::bail!(crate::FerroError::arg(
+                "lr",
+                lr,
+                "the learning rate must be a finite number > 0"
+            ));
+        }
+    }
+    let inv = Inventory::probe();
+    let targets: Vec<Target> = if a.backend.is_empty() {
+        select::every_device(&inv)
+    } else {
+        a.backend
+            .iter()
+            .map(|&k| select::select(&inv, k, None))
+            .collect::<Result<_, _>>()?
+    };
+    let mut reports = Vec::new();
+    for t in &targets {
+        if !a.json {
+            eprintln!("doctor: checking {} ({}) ...", t.label(), t.info.name);
+        }
+        reports.push(DeviceReport {
+            backend: t.label(),
+            device: t.info.clone(),
+            findings: checks::all(t, a.lr),
+        });
+    }
+    let failed = reports
+        .iter()
+        .flat_map(|r| &r.findings)
+        .any(|f| f.severity == Severity::Fail);
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "notes": inv.notes, "devices": reports, "failed": failed })
+            )?
+        );
+    } else {
+        for r in &reports {
+            let d = &r.device;
+            let mem = d
+                .memory_bytes
+                .map(|b| {
+                    format!(
+                        "{:.1} GiB {}",
+                        b as f64 / (1u64 << 30) as f64,
+                        d.memory_note
+                    )
+                })
+                .unwrap_or_default();
+            println!(
+                "{} #{}: {} [{:?}, {}] driver {} — {}",
+                r.backend, d.index, d.name, d.class, d.vendor, d.driver, mem
+            );
+            for f in &r.findings {
+                let mark = match f.severity {
+                    Severity::Pass => "ok  ",
+                    Severity::Warn => "warn",
+                    Severity::Fail => "FAIL",
+                };
+                println!("  {mark} {:<24} {}", f.check, f.detail);
+                if let Some(fix) = &f.fix {
+                    println!("       fix: {fix}");
+                }
+            }
+        }
+        for n in &inv.notes {
+            println!("note: {n}");
+        }
+    }
+    if failed {
+        std::process::exit(1);
+    }
+    Ok(())
+}
