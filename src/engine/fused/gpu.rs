@@ -78,8 +78,9 @@ fn code_opt(o: OptimizerKind) -> u32 {
     }
 }
 
-fn f32_bytes(v: &[f32]) -> &[u8] {
-    // SAFETY: f32 has no padding and any byte pattern is a valid u8.
+/// The bytes of a slice of plain numbers (`f32`, `u32`).
+fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
+    // SAFETY: only called with f32/u32, which have no padding; any byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
@@ -92,15 +93,15 @@ impl<R: Runtime> GpuFused<R> {
         let flat = init.flatten();
         let zeros = vec![0f32; np + 1];
         GpuFused {
-            x: client.create_from_slice(f32_bytes(&data.x)),
-            y: client.create_from_slice(f32_bytes(&data.y)),
+            x: client.create_from_slice(pod_bytes(&data.x)),
+            y: client.create_from_slice(pod_bytes(&data.y)),
             no_idx: client.create_from_slice(&[0u8; 4]),
-            params: client.create_from_slice(f32_bytes(&flat)),
-            m: client.create_from_slice(f32_bytes(&zeros)),
-            v: client.create_from_slice(f32_bytes(&zeros)),
-            carry: client.create_from_slice(f32_bytes(&zeros)),
+            params: client.create_from_slice(pod_bytes(&flat)),
+            m: client.create_from_slice(pod_bytes(&zeros)),
+            v: client.create_from_slice(pod_bytes(&zeros)),
+            carry: client.create_from_slice(pod_bytes(&zeros)),
             partials: client.empty(MAX_CUBES * (np + 1) * 4),
-            loss_out: client.create_from_slice(f32_bytes(&[f32::NAN])),
+            loss_out: client.create_from_slice(pod_bytes(&[f32::NAN])),
             client,
             cfg: cfg.clone(),
             hidden,
@@ -165,9 +166,8 @@ impl<R: Runtime> GpuFused<R> {
         self.accumulate(batch, batch.len())?;
         self.reduce(false, 0.0);
         let g = self.read(&self.carry, self.np)?;
-        self.client.create_from_slice(&[]);
         let zeros = vec![0f32; self.np + 1];
-        self.carry = self.client.create_from_slice(f32_bytes(&zeros));
+        self.carry = self.client.create_from_slice(pod_bytes(&zeros));
         Ok(g)
     }
 }
@@ -182,9 +182,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             Batch::Indices(v) => (
                 0,
                 v.len(),
-                Some(self.client.create_from_slice(unsafe {
-                    std::slice::from_raw_parts(v.as_ptr() as *const u8, v.len() * 4)
-                })),
+                Some(self.client.create_from_slice(pod_bytes(v))),
             ),
         };
         let units = CUBE_UNITS as usize;
