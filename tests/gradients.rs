@@ -194,6 +194,29 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
             Loss::Mse,
             257,
         ),
+        // Several inputs and outputs (at most 128 parameters).
+        (
+            ModelSpec {
+                inputs: 3,
+                hidden: 8,
+                outputs: 2,
+                activation: Activation::Tanh,
+                ..base
+            },
+            Loss::Mse,
+            515,
+        ),
+        (
+            ModelSpec {
+                inputs: 2,
+                hidden: 12,
+                outputs: 3,
+                activation: Activation::Relu,
+                ..base
+            },
+            Loss::Huber,
+            1000,
+        ),
     ];
     for target in targets().into_iter().filter(|t| t.kind != BackendKind::Cpu) {
         for (i, (spec, lossk, n)) in cases.into_iter().enumerate() {
@@ -204,7 +227,7 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
                 ..TrainConfig::default()
             };
             let p = Params::init(&spec, 20 + i as u64);
-            let data = random_data(n, 1, 1, 20 + i as u64);
+            let data = random_data(n, spec.inputs, spec.outputs, 20 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             for batch in [
                 Batch::Range(0, n),

@@ -1,8 +1,8 @@
 //! What the fused engine supports, checked before a run starts.
 //!
 //! CPU: inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden layers.
-//! GPU: 1 input, 1 output, one hidden layer of 1–32 units (the design keeps a
-//! unit's whole gradient in registers). Both: every activation and loss of
+//! GPU: inputs and outputs 1–16, one hidden layer of 1–32 units, at most 128
+//! parameters (the design keeps a unit's whole gradient in registers). Both: every activation and loss of
 //! `train`, f32 compute. Outside this `--engine auto` uses the general engine
 //! and records why; `--engine fused` fails with the reason.
 
@@ -49,14 +49,15 @@ pub fn check(cfg: &TrainConfig) -> Result<()> {
 
 /// Ok when the fused GPU kernels can train `cfg`, else the reason.
 pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
+    use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
     check(cfg)?;
     let m = &cfg.model;
-    let max = crate::engine::fused::gpu_kernel_limits::MAX_GPU_HIDDEN;
-    if m.inputs != 1 || m.outputs != 1 || m.layers != 1 || m.hidden > max {
+    let params = m.parameter_count();
+    if m.layers != 1 || m.hidden > MAX_GPU_HIDDEN || params > MAX_GPU_PARAMS {
         return Err(FerroError::OutsideEnvelope {
             reason: format!(
-                "the GPU kernel takes 1 input, 1 output and one hidden layer of at most {max} units (got {}-{}x{}-{})",
-                m.inputs, m.hidden, m.layers, m.outputs
+                "the GPU kernel takes one hidden layer of at most {MAX_GPU_HIDDEN} units and at most {MAX_GPU_PARAMS} parameters (got {} hidden layer(s) of {}, {params} parameters)",
+                m.layers, m.hidden
             ),
         });
     }

@@ -89,7 +89,7 @@ impl<R: Runtime> GpuFused<R> {
     pub fn new(cfg: &TrainConfig, data: &Dataset, init: Params, device: &R::Device) -> Self {
         let client = R::client(device);
         let hidden = cfg.model.hidden;
-        let np = 3 * hidden + 1;
+        let np = init.len();
         let flat = init.flatten();
         let zeros = vec![0f32; np + 1];
         GpuFused {
@@ -198,15 +198,17 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.x.clone(), self.n),
-                ArrayArg::from_raw_parts(self.y.clone(), self.n),
+                ArrayArg::from_raw_parts(self.x.clone(), self.n * self.cfg.model.inputs),
+                ArrayArg::from_raw_parts(self.y.clone(), self.n * self.cfg.model.outputs),
                 ArrayArg::from_raw_parts(idx_handle, idx_len),
                 ArrayArg::from_raw_parts(self.params.clone(), self.np),
                 ArrayArg::from_raw_parts(self.partials.clone(), MAX_CUBES * (self.np + 1)),
                 start as u32,
                 len as u32,
                 scale,
+                self.cfg.model.inputs,
                 self.hidden,
+                self.cfg.model.outputs,
                 code_act(self.cfg.model.activation),
                 code_loss(self.cfg.loss),
                 use_idx,

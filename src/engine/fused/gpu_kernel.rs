@@ -15,12 +15,13 @@
 //! sum on (accumulation) or applies the optimizer to the f32 master weights in
 //! place and writes the step's mean loss. Nothing is read back to the host.
 //!
-//! Envelope: 1 input, 1 output, one hidden layer of up to [`MAX_GPU_HIDDEN`]
-//! units (the per-unit accumulators are `3·H + 2` registers), f32.
+//! Envelope: one hidden layer of up to [`MAX_GPU_HIDDEN`] units, 1–16 inputs
+//! and outputs, at most [`MAX_GPU_PARAMS`] parameters (each unit keeps one
+//! accumulator per parameter in registers), f32.
 
 use cubecl::prelude::*;
 
-pub use super::gpu_kernel_limits::MAX_GPU_HIDDEN;
+pub use super::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
 /// Units per cube of `fused_grad` (a power of two, for the tree reduction).
 pub const CUBE_UNITS: u32 = 256;
 /// Accumulators reduced together per round of the cube reduction.
@@ -106,7 +107,7 @@ fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
 }
 
 /// Forward, loss and backward over `count` points; per-cube partial sums out.
-/// Parameters are laid out `[w1 (H) | b1 (H) | w2 (H) | b2]`.
+/// Parameters are laid out like `Params::flatten`: `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn fused_grad<F: Float + CubeElement>(
@@ -118,13 +119,19 @@ pub fn fused_grad<F: Float + CubeElement>(
     start: u32,
     count: u32,
     scale: F,
+    #[comptime] inputs: usize,
     #[comptime] hidden: usize,
+    #[comptime] outputs: usize,
     #[comptime] act: u32,
     #[comptime] loss: u32,
     #[comptime] use_idx: bool,
 ) {
-    let np = 3 * hidden + 1;
-    let mut w = SharedMemory::<F>::new(3 * hidden + 1);
+    // Offsets of w1 [H x I], b1 [H], w2 [O x H], b2 [O] in the flat parameters.
+    let ob1 = hidden * inputs;
+    let ow2 = ob1 + hidden;
+    let ob2 = ow2 + outputs * hidden;
+    let np = ob2 + outputs;
+    let mut w = SharedMemory::<F>::new(np);
     let mut k = UNIT_POS as usize;
     while k < np {
         w[k] = params[k];
@@ -132,11 +139,14 @@ pub fn fused_grad<F: Float + CubeElement>(
     }
     sync_cube();
 
-    let mut acc = Array::<F>::new(3 * hidden + 2);
+    let mut acc = Array::<F>::new(np + 1);
     #[unroll]
     for j in 0..np + 1 {
         acc[j] = F::new(0.0);
     }
+    let mut xs = Array::<F>::new(inputs);
+    let mut outs = Array::<F>::new(outputs);
+    let mut ds = Array::<F>::new(outputs);
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let n = count as usize;
     let mut i = ABSOLUTE_POS;
@@ -145,25 +155,56 @@ pub fn fused_grad<F: Float + CubeElement>(
         if use_idx {
             p = idx[i] as usize;
         }
-        let xv = x[p];
-        let mut out = w[3 * hidden];
         #[unroll]
-        for j in 0..hidden {
-            let zj = w[j] * xv + w[hidden + j];
-            out += w[2 * hidden + j] * act_fwd::<F>(zj, act);
+        for a in 0..inputs {
+            xs[a] = x[p * inputs + a];
         }
-        let r = out - y[p];
-        acc[np] += loss_value::<F>(r, loss);
-        let d = loss_grad::<F>(r, loss);
-        acc[3 * hidden] += d;
+        #[unroll]
+        for o in 0..outputs {
+            outs[o] = w[ob2 + o];
+        }
         #[unroll]
         for j in 0..hidden {
-            // Recomputing z is one FMA; keeping H of them would cost registers.
-            let zj = w[j] * xv + w[hidden + j];
-            acc[2 * hidden + j] += d * act_fwd::<F>(zj, act);
-            let dz = d * w[2 * hidden + j] * act_bwd::<F>(zj, act);
-            acc[j] += dz * xv;
-            acc[hidden + j] += dz;
+            let mut zj = w[ob1 + j];
+            #[unroll]
+            for a in 0..inputs {
+                zj += w[j * inputs + a] * xs[a];
+            }
+            let aj = act_fwd::<F>(zj, act);
+            #[unroll]
+            for o in 0..outputs {
+                outs[o] += w[ow2 + o * hidden + j] * aj;
+            }
+        }
+        #[unroll]
+        for o in 0..outputs {
+            let r = outs[o] - y[p * outputs + o];
+            acc[np] += loss_value::<F>(r, loss);
+            let d = loss_grad::<F>(r, loss);
+            ds[o] = d;
+            acc[ob2 + o] += d;
+        }
+        #[unroll]
+        for j in 0..hidden {
+            // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
+            let mut zj = w[ob1 + j];
+            #[unroll]
+            for a in 0..inputs {
+                zj += w[j * inputs + a] * xs[a];
+            }
+            let aj = act_fwd::<F>(zj, act);
+            let mut back = F::new(0.0);
+            #[unroll]
+            for o in 0..outputs {
+                acc[ow2 + o * hidden + j] += ds[o] * aj;
+                back += w[ow2 + o * hidden + j] * ds[o];
+            }
+            let dz = back * act_bwd::<F>(zj, act);
+            #[unroll]
+            for a in 0..inputs {
+                acc[j * inputs + a] += dz * xs[a];
+            }
+            acc[ob1 + j] += dz;
         }
         i += stride;
     }

@@ -16,4 +16,6 @@ pub mod optim;
 pub mod gpu_kernel_limits {
     /// Largest hidden width the register-resident GPU design supports.
     pub const MAX_GPU_HIDDEN: usize = 32;
+    /// Most parameters the GPU kernel keeps per-unit accumulators for (registers).
+    pub const MAX_GPU_PARAMS: usize = 128;
 }
