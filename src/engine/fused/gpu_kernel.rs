@@ -106,6 +106,23 @@ fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
     }
 }
 
+/// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
+#[cube]
+fn pre_activation<F: Float>(
+    w: &SharedMemory<F>,
+    xs: &Array<F>,
+    j: usize,
+    #[comptime] inputs: usize,
+    #[comptime] ob1: usize,
+) -> F {
+    let mut z = w[ob1 + j];
+    #[unroll]
+    for a in 0..inputs {
+        z += w[j * inputs + a] * xs[a];
+    }
+    z
+}
+
 /// Forward, loss and backward over `count` points; per-cube partial sums out.
 /// Parameters are laid out like `Params::flatten`: `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
 #[cube(launch)]
@@ -165,12 +182,7 @@ pub fn fused_grad<F: Float + CubeElement>(
         }
         #[unroll]
         for j in 0..hidden {
-            let mut zj = w[ob1 + j];
-            #[unroll]
-            for a in 0..inputs {
-                zj += w[j * inputs + a] * xs[a];
-            }
-            let aj = act_fwd::<F>(zj, act);
+            let aj = act_fwd::<F>(pre_activation::<F>(&w, &xs, j, inputs, ob1), act);
             #[unroll]
             for o in 0..outputs {
                 outs[o] += w[ow2 + o * hidden + j] * aj;
@@ -187,11 +199,7 @@ pub fn fused_grad<F: Float + CubeElement>(
         #[unroll]
         for j in 0..hidden {
             // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
-            let mut zj = w[ob1 + j];
-            #[unroll]
-            for a in 0..inputs {
-                zj += w[j * inputs + a] * xs[a];
-            }
+            let zj = pre_activation::<F>(&w, &xs, j, inputs, ob1);
             let aj = act_fwd::<F>(zj, act);
             let mut back = F::new(0.0);
             #[unroll]
