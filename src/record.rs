@@ -17,8 +17,8 @@ pub struct Versions {
 /// The versions compiled into this binary.
 pub const VERSIONS: Versions = Versions {
     ferrofit: env!("CARGO_PKG_VERSION"),
-    burn: "0.21.0",
-    cubecl: "0.10.0",
+    burn: env!("FERROFIT_BURN_VERSION"),
+    cubecl: env!("FERROFIT_CUBECL_VERSION"),
 };
 
 /// Everything about one `ferrofit train` run.

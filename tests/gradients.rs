@@ -2,12 +2,13 @@
 
 mod common;
 
-use common::{rel_err, targets};
+use common::targets;
 use ferrofit::backend::dispatch::{fused_gpu_gradient, general_gradient};
 use ferrofit::backend::BackendKind;
 use ferrofit::batches::Batch;
 use ferrofit::config::{Activation, Loss, ModelSpec, TrainConfig};
 use ferrofit::engine::fused::cpu_kernel;
+use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
 use ferrofit::rng::uniform;
 use ferrofit::task::Dataset;

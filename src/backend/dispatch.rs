@@ -65,7 +65,8 @@ pub fn train(
     progress: &mut dyn Progress,
 ) -> Result<RunResult> {
     let init = Params::init(&cfg.model, cfg.seed);
-    let host = if cfg.data_on_device && want != EngineKind::Fused {
+    // The fused engine makes host data itself when given none (`train_from`).
+    let host = if cfg.data_on_device {
         None
     } else {
         Some(Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed))
@@ -132,12 +133,7 @@ pub fn general_gradient(
         }
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => grad::<cuda::B>(&cuda::device(target), cfg, params, data, batch),
-        other => Err(super::select::compiled(other)
-            .err()
-            .unwrap_or(FerroError::NoDevice {
-                backend: other.name().into(),
-                detail: "unsupported".into(),
-            })),
+        other => Err(unsupported(other)),
     })
 }
 
@@ -226,12 +222,7 @@ fn general_engine(
             host,
             &cuda::device(target),
         )?)),
-        other => Err(super::select::compiled(other)
-            .err()
-            .unwrap_or(FerroError::NoDevice {
-                backend: other.name().into(),
-                detail: "unsupported".into(),
-            })),
+        other => Err(unsupported(other)),
     }
 }
 
@@ -249,6 +240,16 @@ pub fn install_panic_hook() {
             default(info);
         }
     }));
+}
+
+/// The error for a backend this build cannot run the general engine on.
+fn unsupported(kind: BackendKind) -> FerroError {
+    super::select::compiled(kind)
+        .err()
+        .unwrap_or(FerroError::NoDevice {
+            backend: kind.name().into(),
+            detail: "not supported by the general engine yet".into(),
+        })
 }
 
 /// Runs `f`, turning a backend panic into an error.

@@ -99,14 +99,7 @@ pub fn gradients(t: &Target) -> Finding {
         Ok(g) => g,
         Err(e) => return fail(CHECK, e),
     };
-    let num: f64 = got
-        .iter()
-        .zip(&want)
-        .map(|(g, w)| (*g as f64 - w).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    let den: f64 = want.iter().map(|w| w * w).sum::<f64>().sqrt();
-    let err = num / den.max(1e-30);
+    let err = reference::relative_error(&got, &want);
     let tol = if t.kind == BackendKind::Cuda {
         1e-3
     } else {

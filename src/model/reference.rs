@@ -77,6 +77,18 @@ pub fn loss_and_grad(p: &Params, data: &Dataset, act: Activation, lossk: Loss) -
     (total / count, grad.concat())
 }
 
+/// Relative L2 distance `|a - b| / |b|` between a gradient and its reference.
+pub fn relative_error<A: Copy + Into<f64>>(a: &[A], b: &[f64]) -> f64 {
+    let num: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| ((*x).into() - y).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
+    num / den.max(1e-30)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,15 +34,3 @@ pub fn targets() -> Vec<Target> {
     eprintln!("testing on: {}", names.join(", "));
     t
 }
-
-/// Relative L2 distance between two vectors.
-pub fn rel_err(a: &[f64], b: &[f64]) -> f64 {
-    let num: f64 = a
-        .iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).powi(2))
-        .sum::<f64>()
-        .sqrt();
-    let den: f64 = b.iter().map(|y| y * y).sum::<f64>().sqrt();
-    num / den.max(1e-30)
-}
