@@ -45,6 +45,9 @@ pub enum FerroError {
         #[source]
         source: std::io::Error,
     },
+    /// Rasterising a plot failed.
+    #[error("drawing the plot: {0}. Ask for an .svg file instead")]
+    Plot(String),
     /// Anything a model file can get wrong.
     #[error("model file {path}: {detail}")]
     ModelFile { path: String, detail: String },

@@ -23,6 +23,8 @@ fn row(name: &str, backend: &str, samples: &[f64]) -> BenchRow {
         final_loss: 0.015,
         throughput: 1.0,
         reached_target: false,
+        steps: 10,
+        curve: vec![],
         relative: None,
         note: None,
     }
@@ -75,6 +77,50 @@ fn plot_escapes_hostile_names() {
     let s = plot::svg(&rec);
     assert!(!s.contains("<script>") && s.contains("&lt;script&gt;"));
     assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn plot_draws_loss_curves_and_a_png() {
+    use ferrofit::engine::run::LossPoint;
+    let mut rec = record();
+    rec.rows[0].curve = (0..10)
+        .map(|i| LossPoint {
+            step: i,
+            loss: 1.0 / (i + 1) as f64,
+            seconds: 1e-3 * (i + 1) as f64,
+        })
+        .collect();
+    let s = plot::svg(&rec);
+    assert_eq!(s.matches("<polyline").count(), 1, "{s}");
+    let png = plot::png(&rec).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    // Width and height from the IHDR chunk match the SVG's.
+    let w = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    assert!(s.contains(&format!("width=\"{w}\"")), "png width {w}");
+    let dir = std::env::temp_dir().join(format!("ferrofit-plot-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bench.png");
+    ferrofit::bench::export::Exports {
+        plot: Some(path.clone()),
+        ..Default::default()
+    }
+    .write(&rec)
+    .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), png);
+}
+
+#[test]
+fn target_runs_get_a_steps_column_and_misses_are_starred() {
+    let mut rec = record();
+    rec.config.target_loss = Some(0.01);
+    rec.rows[0].reached_target = true;
+    rec.rows[0].steps = 7;
+    let md = markdown(&rec);
+    assert!(md.contains("| steps to target |"), "{md}");
+    assert!(md.contains("| 1.00 ± 0.47 | 7 |"), "{md}");
+    rec.rows[0].reached_target = false;
+    let md = markdown(&rec);
+    assert!(md.contains("| ferrofit fused * |") && md.contains("| > 7 |"), "{md}");
 }
 
 fn temp_db(tag: &str) -> std::path::PathBuf {

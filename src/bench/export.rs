@@ -65,7 +65,7 @@ impl Exports {
             write_atomic(p, markdown(rec).as_bytes())?;
         }
         if let Some(p) = &self.plot {
-            write_atomic(p, super::plot::svg(rec).as_bytes())?;
+            write_atomic(p, &super::plot::render_for(p, rec)?)?;
         }
         Ok(())
     }
@@ -123,15 +123,28 @@ pub fn markdown(rec: &BenchRecord) -> String {
             rec.config.steps
         );
     }
+    let target = rec.config.target_loss.is_some();
+    let mut header = HEADER.to_vec();
+    if target {
+        header.push("steps to target");
+    }
     out += &format!(
         "| {} |\n|{}\n",
-        HEADER.join(" | "),
-        "---|".repeat(HEADER.len())
+        header.join(" | "),
+        "---|".repeat(header.len())
     );
     for r in &rec.rows {
-        let mut c = cells(r);
-        if rec.config.target_loss.is_some() && !r.reached_target && r.name.starts_with("ferrofit") {
-            c[0] += " *";
+        let mut c = cells(r).to_vec();
+        if target {
+            let ferrofit = r.name.starts_with("ferrofit");
+            if ferrofit && !r.reached_target {
+                c[0] += " *";
+            }
+            c.push(match (ferrofit, r.reached_target) {
+                (true, true) => r.steps.to_string(),
+                (true, false) => format!("> {}", r.steps),
+                (false, _) => "—".into(),
+            });
         }
         out += &format!("| {} |\n", c.join(" | "));
     }

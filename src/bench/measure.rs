@@ -28,20 +28,29 @@ pub fn measure(
     backend: &str,
     device: &str,
 ) -> Result<BenchRow> {
+    // Timed runs read the loss back only at the end — unless they must watch for
+    // the target loss, which they then check every `log_every` steps.
     let quiet = TrainConfig {
-        log_every: cfg.steps,
+        log_every: if cfg.target_loss.is_some() {
+            cfg.log_every
+        } else {
+            cfg.steps
+        },
         ..cfg.clone()
     };
     let warm = trainer.run(&quiet)?;
     let mut samples = Vec::with_capacity(reps);
     let mut losses = Vec::with_capacity(reps);
+    let mut steps_taken = Vec::with_capacity(reps);
     let mut reached = true;
     for _ in 0..reps {
         let o = trainer.run(&quiet)?;
         samples.push(o.train_seconds);
         losses.push(o.final_loss);
+        steps_taken.push(o.steps);
         reached &= o.reached_target;
     }
+    steps_taken.sort_unstable();
     let every = TrainConfig {
         log_every: 1,
         ..cfg.clone()
@@ -66,6 +75,8 @@ pub fn measure(
         first_step_seconds: Some(warm.first_step_seconds),
         final_loss,
         reached_target: cfg.target_loss.is_some() && reached,
+        steps: steps_taken.get(steps_taken.len() / 2).copied().unwrap_or(0),
+        curve: lat.curve,
         relative: None,
         note: None,
     })
@@ -128,6 +139,7 @@ mod tests {
             (3.0, 2.0, 4.0)
         );
         assert_eq!(row.first_step_seconds, Some(0.25));
+        assert_eq!((row.steps, row.curve.len()), (11, 11));
         assert_eq!(row.throughput, 1000.0 * 11.0 / 3.0);
         let lat = row.step_latency.unwrap();
         assert_eq!(lat.runs, 10);

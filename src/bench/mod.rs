@@ -9,6 +9,7 @@ pub mod peers;
 pub mod plot;
 pub mod stats;
 
+use crate::engine::run::LossPoint;
 use serde::Serialize;
 use stats::Summary;
 
@@ -32,6 +33,10 @@ pub struct BenchRow {
     pub throughput: f64,
     /// True when the runs stopped at `--target-loss` (times are time-to-target).
     pub reached_target: bool,
+    /// Steps the median timed run took (fewer than the job's when it reached the target).
+    pub steps: usize,
+    /// Loss against time from the run synced after every step (empty for peers).
+    pub curve: Vec<LossPoint>,
     /// Times faster than the baseline row, and its propagated σ.
     pub relative: Option<(f64, f64)>,
     pub note: Option<String>,

@@ -129,6 +129,8 @@ pub fn parse(stdout: &str, cfg: &TrainConfig) -> (Vec<BenchRow>, Vec<Skipped>) {
             first_step_seconds: None,
             final_loss: v["final_loss"].as_f64().unwrap_or(f64::NAN),
             reached_target: false,
+            steps: cfg.steps,
+            curve: vec![],
             relative: None,
             note: None,
         });

@@ -1,8 +1,13 @@
-//! `--plot FILE.svg`: the bench as horizontal bars (median, whiskers min … max)
-//! on a logarithmic time axis, in a self-contained SVG. Every label is escaped.
+//! `--plot FILE.svg|png`: the bench as a self-contained picture. Top panel:
+//! horizontal bars (median, whiskers min … max) on a logarithmic time axis.
+//! Bottom panel: loss against time for every ferrofit row (log–log), from the
+//! run synced after every step. Every label is escaped; PNG is the same SVG
+//! rasterised with resvg and the system's fonts.
 
 use super::export::BenchRecord;
 use super::stats::fmt_time;
+use crate::error::{FerroError, Result};
+use std::path::Path;
 
 /// Escapes text for SVG/XML.
 pub fn escape(s: &str) -> String {
@@ -13,77 +18,200 @@ pub fn escape(s: &str) -> String {
         .replace('\'', "&#39;")
 }
 
+const LABEL_W: f64 = 360.0;
+const PLOT_W: f64 = 520.0;
+const ROW_H: f64 = 26.0;
+const TOP: f64 = 40.0;
+const CURVE_H: f64 = 240.0;
+const PALETTE: [&str; 6] = [
+    "#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568",
+];
+
+/// A base-10 logarithmic axis over `[lo, hi]`, widened to whole decades.
+struct LogAxis {
+    d0: f64,
+    d1: f64,
+}
+
+impl LogAxis {
+    fn over(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> Self {
+        let (lo, hi) = values
+            .filter(|v| v.is_finite() && *v > 0.0)
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        if !lo.is_finite() {
+            return LogAxis {
+                d0: fallback.0,
+                d1: fallback.1,
+            };
+        }
+        let d0 = lo.log10().floor();
+        LogAxis {
+            d0,
+            d1: hi.log10().ceil().max(d0 + 1.0),
+        }
+    }
+
+    /// Position in [0, 1] along the axis.
+    fn frac(&self, v: f64) -> f64 {
+        (v.max(10f64.powf(self.d0)).log10() - self.d0) / (self.d1 - self.d0)
+    }
+
+    fn decades(&self) -> impl Iterator<Item = f64> {
+        (self.d0 as i32..=self.d1 as i32).map(|d| 10f64.powi(d))
+    }
+}
+
 /// The SVG document.
 pub fn svg(rec: &BenchRecord) -> String {
-    let (label_w, bar_w, row_h, top) = (360.0, 520.0, 26.0, 40.0);
     let rows = &rec.rows;
-    let finite = |v: f64| v.is_finite() && v > 0.0;
-    let lo = rows
-        .iter()
-        .map(|r| r.summary.min)
-        .filter(|v| finite(*v))
-        .fold(f64::INFINITY, f64::min);
-    let hi = rows
-        .iter()
-        .map(|r| r.summary.max)
-        .filter(|v| finite(*v))
-        .fold(0.0, f64::max);
-    let (l0, l1) = if lo.is_finite() && hi > 0.0 {
-        (
-            lo.log10().floor(),
-            hi.log10().ceil().max(lo.log10().floor() + 1.0),
-        )
+    let bars_bottom = TOP + ROW_H * rows.len() as f64;
+    let curves: Vec<_> = rows.iter().filter(|r| r.curve.len() > 1).collect();
+    let curve_top = bars_bottom + 60.0;
+    let height = if curves.is_empty() {
+        bars_bottom + 40.0
     } else {
-        (-3.0, 0.0)
+        curve_top + CURVE_H + 50.0
     };
-    let x = |v: f64| label_w + bar_w * ((v.max(10f64.powf(l0)).log10() - l0) / (l1 - l0));
-    let height = top + row_h * rows.len() as f64 + 40.0;
     let mut out = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"12\">\n\
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{height}\" font-family=\"DejaVu Sans, sans-serif\" font-size=\"12\">\n\
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"10\" y=\"20\" font-size=\"14\">{title}</text>\n",
-        w = label_w + bar_w + 120.0,
-        title = escape(&format!("{} n={} hidden={} — time per {} steps (log scale), median and min…max", rec.config.task, rec.config.n, rec.config.model.hidden, rec.config.steps)),
+        w = LABEL_W + PLOT_W + 200.0,
+        title = escape(&format!(
+            "{} n={} hidden={} — {} (log scale), median and min…max",
+            rec.config.task,
+            rec.config.n,
+            rec.config.model.hidden,
+            match rec.config.target_loss {
+                Some(t) => format!("time to loss ≤ {t}"),
+                None => format!("time per {} steps", rec.config.steps),
+            }
+        )),
     );
-    for d in (l0 as i32)..=(l1 as i32) {
-        let xv = x(10f64.powi(d));
-        out += &format!("<line x1=\"{xv}\" y1=\"{top}\" x2=\"{xv}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{xv}\" y=\"{}\" text-anchor=\"middle\" fill=\"#666\">{}</text>\n", height - 30.0, height - 15.0, escape(&fmt_time(10f64.powi(d))));
+    let t_axis = LogAxis::over(
+        rows.iter().flat_map(|r| [r.summary.min, r.summary.max]),
+        (-3.0, 0.0),
+    );
+    let x = |v: f64| LABEL_W + PLOT_W * t_axis.frac(v);
+    for d in t_axis.decades() {
+        out += &format!(
+            "<line x1=\"{0}\" y1=\"{TOP}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\" fill=\"#666\">{3}</text>\n",
+            x(d),
+            bars_bottom + 5.0,
+            bars_bottom + 20.0,
+            escape(&fmt_time(d))
+        );
     }
     for (i, r) in rows.iter().enumerate() {
-        let y = top + row_h * i as f64;
+        let y = TOP + ROW_H * i as f64;
         let s = &r.summary;
         let color = if r.name.starts_with("ferrofit") {
-            "#2b6cb0"
+            PALETTE[0]
         } else {
             "#a0aec0"
         };
         out += &format!(
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
-            label_w - 8.0,
+            LABEL_W - 8.0,
             y + 16.0,
             escape(&format!("{} · {}", r.name, r.backend))
         );
-        if finite(s.median) {
+        if s.median.is_finite() && s.median > 0.0 {
+            let (mid, y0) = (y + ROW_H / 2.0, y + 4.0);
+            let (w, bh) = ((x(s.median) - LABEL_W).max(1.0), ROW_H - 8.0);
+            let (x0, x1, ty) = (x(s.min), x(s.max), y + 16.0);
             out += &format!(
-                "<rect x=\"{label_w}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{color}\"/>\n",
-                y + 4.0,
-                (x(s.median) - label_w).max(1.0),
-                row_h - 8.0
-            );
-            out += &format!(
-                "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n",
-                x(s.min),
-                y + row_h / 2.0,
-                x(s.max),
-                y + row_h / 2.0
-            );
-            out += &format!(
-                "<text x=\"{}\" y=\"{}\">{}</text>\n",
-                x(s.max) + 6.0,
-                y + 16.0,
-                escape(&fmt_time(s.median))
+                "<rect x=\"{LABEL_W}\" y=\"{y0}\" width=\"{w}\" height=\"{bh}\" fill=\"{color}\"/>\n\
+                 <line x1=\"{x0}\" y1=\"{mid}\" x2=\"{x1}\" y2=\"{mid}\" stroke=\"black\"/>\n\
+                 <text x=\"{tx}\" y=\"{ty}\">{label}</text>\n",
+                tx = x1 + 6.0,
+                label = escape(&fmt_time(s.median)),
             );
         }
     }
+    if !curves.is_empty() {
+        out += &loss_panel(&curves, curve_top);
+    }
     out + "</svg>\n"
+}
+
+/// Loss against seconds, one polyline per ferrofit row, with a legend.
+fn loss_panel(rows: &[&super::BenchRow], top: f64) -> String {
+    let points = || rows.iter().flat_map(|r| r.curve.iter());
+    let tx = LogAxis::over(points().map(|p| p.seconds), (-4.0, 0.0));
+    let ly = LogAxis::over(points().map(|p| p.loss), (-3.0, 0.0));
+    let (left, w, h) = (LABEL_W, PLOT_W, CURVE_H);
+    let px = |s: f64| left + w * tx.frac(s);
+    let py = |l: f64| top + h * (1.0 - ly.frac(l));
+    let mut out = format!(
+        "<text x=\"10\" y=\"{}\" font-size=\"14\">loss against time (log–log; synced every step)</text>\n\
+         <rect x=\"{left}\" y=\"{top}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#999\"/>\n",
+        top - 14.0
+    );
+    for d in tx.decades() {
+        out += &format!(
+            "<line x1=\"{0}\" y1=\"{top}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#eee\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\" fill=\"#666\">{3}</text>\n",
+            px(d),
+            top + h,
+            top + h + 16.0,
+            escape(&fmt_time(d))
+        );
+    }
+    for d in ly.decades() {
+        out += &format!(
+            "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#eee\"/><text x=\"{2}\" y=\"{3}\" text-anchor=\"end\" fill=\"#666\">{4}</text>\n",
+            py(d),
+            left + w,
+            left - 6.0,
+            py(d) + 4.0,
+            escape(&format!("{d}"))
+        );
+    }
+    for (i, r) in rows.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let pts: Vec<String> = r
+            .curve
+            .iter()
+            .filter(|p| p.seconds > 0.0 && p.loss.is_finite() && p.loss > 0.0)
+            .map(|p| format!("{:.1},{:.1}", px(p.seconds), py(p.loss)))
+            .collect();
+        out += &format!(
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"1.5\"/>\n\
+             <rect x=\"{}\" y=\"{}\" width=\"12\" height=\"3\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{}</text>\n",
+            pts.join(" "),
+            left + w + 10.0,
+            top + 10.0 + 16.0 * i as f64,
+            left + w + 26.0,
+            top + 14.0 + 16.0 * i as f64,
+            escape(&format!("{} · {}", r.name.trim_start_matches("ferrofit "), r.backend))
+        );
+    }
+    out
+}
+
+/// The picture as PNG (the SVG rasterised, system fonts for the text).
+pub fn png(rec: &BenchRecord) -> Result<Vec<u8>> {
+    let mut opt = resvg::usvg::Options::default();
+    opt.fontdb_mut().load_system_fonts();
+    let tree = resvg::usvg::Tree::from_str(&svg(rec), &opt)
+        .map_err(|e| FerroError::Plot(e.to_string()))?;
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
+        .ok_or_else(|| FerroError::Plot("it has no area".into()))?;
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    pixmap
+        .encode_png()
+        .map_err(|e| FerroError::Plot(format!("PNG encoding: {e}")))
+}
+
+/// SVG or PNG bytes, by the file's extension.
+pub fn render_for(path: &Path, rec: &BenchRecord) -> Result<Vec<u8>> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("png") => png(rec),
+        _ => Ok(svg(rec).into_bytes()),
+    }
 }

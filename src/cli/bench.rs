@@ -50,7 +50,7 @@ pub struct BenchArgs {
     csv: Option<PathBuf>,
     #[arg(long)]
     markdown: Option<PathBuf>,
-    /// Draw the table as an SVG bar chart (median, min … max, log time axis).
+    /// Draw bars (median, min … max) and loss-vs-time curves: FILE.svg or FILE.png.
     #[arg(long)]
     plot: Option<PathBuf>,
     /// Bench history database (default: $XDG_DATA_HOME/ferrofit/history.sqlite).
