@@ -124,6 +124,14 @@ pub struct TrainConfig {
     pub data_on_device: bool,
     /// Loss is read back every this many steps (1 = every step).
     pub log_every: usize,
+    /// GPU fused kernel: points each thread walks before more workgroups are
+    /// launched (`None`: the built-in default). `ferrofit tune` picks it.
+    #[serde(default)]
+    pub points_per_unit: Option<usize>,
+    /// Stop (without reaching the target) once this many seconds have passed;
+    /// checked when the loss is read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
 }
 
 impl Default for TrainConfig {
@@ -152,6 +160,8 @@ impl Default for TrainConfig {
             target_loss: None,
             data_on_device: true,
             log_every: 1,
+            points_per_unit: None,
+            max_seconds: None,
         }
     }
 }
@@ -241,6 +251,22 @@ impl TrainConfig {
                     "target-loss",
                     t,
                     "the target loss must be a finite number >= 0",
+                ));
+            }
+        }
+        if self.points_per_unit == Some(0) {
+            return Err(FerroError::arg(
+                "points-per-unit",
+                0,
+                "each GPU thread needs at least 1 point (leave it out for the default)",
+            ));
+        }
+        if let Some(t) = self.max_seconds {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(FerroError::arg(
+                    "max-seconds",
+                    t,
+                    "give a time limit > 0 seconds, or leave it out",
                 ));
             }
         }

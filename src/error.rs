@@ -45,6 +45,9 @@ pub enum FerroError {
         #[source]
         source: std::io::Error,
     },
+    /// A file ferrofit keeps (a cache, a checkpoint) is missing an entry or damaged.
+    #[error("{path}: {detail}")]
+    File { path: String, detail: String },
     /// Rasterising a plot failed.
     #[error("drawing the plot: {0}. Ask for an .svg file instead")]
     Plot(String),

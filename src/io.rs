@@ -3,7 +3,17 @@
 
 use crate::error::{FerroError, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// ferrofit's folder for data it keeps between runs (bench history, tuned
+/// configurations): `$XDG_DATA_HOME/ferrofit`, else `~/.local/share/ferrofit`.
+pub fn data_dir() -> PathBuf {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("ferrofit")
+}
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

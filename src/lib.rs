@@ -4,7 +4,8 @@
 //! Layout: `config` (every knob), `task` (built-in data), `model` (parameters,
 //! float64 reference), `engine` (general and fused engines, the shared loop),
 //! `backend` (devices, selection, dispatch), `record`/`save`/`io` (outputs),
-//! `cli` (the binary's commands).
+//! `bench`/`doctor`/`tune` (measuring,
+//! checking and searching), `cli` (the binary's commands).
 
 pub mod backend;
 pub mod batches;
@@ -21,5 +22,6 @@ pub mod rng;
 pub mod save;
 pub mod schedule;
 pub mod task;
+pub mod tune;
 
 pub use error::{FerroError, Result};

@@ -120,7 +120,10 @@ fn target_runs_get_a_steps_column_and_misses_are_starred() {
     assert!(md.contains("| 1.00 ± 0.47 | 7 |"), "{md}");
     rec.rows[0].reached_target = false;
     let md = markdown(&rec);
-    assert!(md.contains("| ferrofit fused * |") && md.contains("| > 7 |"), "{md}");
+    assert!(
+        md.contains("| ferrofit fused * |") && md.contains("| > 7 |"),
+        "{md}"
+    );
 }
 
 fn temp_db(tag: &str) -> std::path::PathBuf {

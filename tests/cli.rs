@@ -103,7 +103,8 @@ fn devices_lists_the_cpu_as_json() {
 
 #[test]
 fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
-    let (code, stdout, stderr) = ferrofit(&["doctor", "--backend", "cpu", "--json"]);
+    let (code, stdout, stderr) =
+        ferrofit(&["doctor", "--backend", "cpu", "--max-n", "1000000", "--json"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let findings = v["devices"][0]["findings"].as_array().unwrap();
@@ -111,6 +112,7 @@ fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
         "parameters update",
         "gradients",
         "loss falls (default lr)",
+        "largest N",
         "jitter",
         "f16 / bf16",
     ] {
@@ -120,7 +122,18 @@ fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
             .unwrap_or_else(|| panic!("no {check} in {stdout}"));
         assert_ne!(f["severity"], "fail", "{f}");
     }
-    let (code, stdout, _) = ferrofit(&["doctor", "--backend", "cpu", "--lr", "5", "--json"]);
+    let features = v["devices"][0]["device"]["features"].as_array().unwrap();
+    assert!(features.iter().any(|f| f == "f32"), "{features:?}");
+    let (code, stdout, _) = ferrofit(&[
+        "doctor",
+        "--backend",
+        "cpu",
+        "--lr",
+        "5",
+        "--max-n",
+        "65536",
+        "--json",
+    ]);
     assert_eq!(code, 1, "a failed check exits 1");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let f = v["devices"][0]["findings"]
@@ -132,4 +145,69 @@ fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
         .unwrap();
     assert_eq!(f["severity"], "fail");
     assert!(f["fix"].as_str().unwrap().contains("lower --lr"), "{f}");
+}
+
+/// `tune` on every test device: the winner reaches the job's own loss no
+/// slower than the job as given, is cached, and `train --tuned` runs it.
+#[test]
+fn tune_beats_or_matches_the_job_and_train_uses_the_winner() {
+    let dir = std::env::temp_dir().join(format!("ferrofit-tune-cli-{}", std::process::id()));
+    let cache = dir.join("tuned.json");
+    let mut backends = vec!["cpu"];
+    if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
+        backends.push("wgpu");
+    }
+    for backend in backends {
+        let job = ["--backend", backend, "--n", "8192", "--steps", "40"];
+        let mut args = vec![
+            "tune",
+            "--budget",
+            "4s",
+            "--json",
+            "--cache",
+            cache.to_str().unwrap(),
+        ];
+        args.extend(job);
+        let (code, stdout, stderr) = ferrofit(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+        let winner = &v["winner"];
+        let base = &v["report"]["baseline"];
+        assert_eq!(base["reached"], true, "{stdout}");
+        assert!(
+            winner["seconds"].as_f64().unwrap() <= base["seconds"].as_f64().unwrap(),
+            "{stdout}"
+        );
+        let target = v["report"]["target_loss"].as_f64().unwrap();
+        let mut args = vec![
+            "train",
+            "--tuned",
+            "--json",
+            "--tune-cache",
+            cache.to_str().unwrap(),
+        ];
+        args.extend(job);
+        let (code, stdout, stderr) = ferrofit(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let run: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(
+            run["config"]["batch_size"], winner["candidate"]["batch_size"],
+            "{stdout}"
+        );
+        assert_eq!(run["config"]["lr"], winner["candidate"]["lr"], "{stdout}");
+        assert!(
+            run["final_loss"].as_f64().unwrap() <= target * 1.05,
+            "{stdout}"
+        );
+    }
+    let (code, _, stderr) = ferrofit(&[
+        "train",
+        "--tuned",
+        "--n",
+        "777",
+        "--tune-cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("run `ferrofit tune`"), "{stderr}");
 }

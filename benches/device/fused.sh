@@ -13,7 +13,7 @@ echo "== H = 32"
 timeout 90 $B bench --backends cuda,vulkan --engine fused --hidden 32 --peers jax --reps 5 --markdown "$OUT/bench_h32.md" 2>> "$OUT/stderr.txt" | tail -n 5
 echo "== points per unit (seed job)"
 for ppu in 4 16 64; do
-  echo "ppu $ppu"; FERROFIT_POINTS_PER_UNIT=$ppu timeout 60 $B bench --backends cuda,vulkan --engine fused --reps 5 2>> "$OUT/stderr.txt" | grep '^| ferrofit'
+  echo "ppu $ppu"; timeout 60 $B bench --backends cuda,vulkan --engine fused --reps 5 --points-per-unit $ppu 2>> "$OUT/stderr.txt" | grep '^| ferrofit'
 done | tee "$OUT/ppu.txt"
 echo "== N sweep"
 for b in cuda vulkan; do

@@ -31,6 +31,9 @@ pub struct DeviceInfo {
     pub memory_bytes: Option<u64>,
     /// What `memory_bytes` means for this device.
     pub memory_note: String,
+    /// Number formats and execution features: `f16`, `bf16`, `subgroups 32`, ...
+    #[serde(default)]
+    pub features: Vec<String>,
 }
 
 /// Everything found, plus notes on what could not be probed.
@@ -97,6 +100,7 @@ fn cpu_info() -> DeviceInfo {
         driver: String::new(),
         memory_bytes: mem,
         memory_note: "system memory".into(),
+        features: cpu_features(&cpuinfo),
     }
 }
 
@@ -124,10 +128,17 @@ fn cuda_devices(inv: &mut Inventory) {
         let Ok(ctx) = CudaContext::new(index) else {
             continue;
         };
-        let cc = ctx
-            .compute_capability()
-            .map(|(a, b)| format!(", sm_{a}{b}"))
-            .unwrap_or_default();
+        let sm = ctx.compute_capability().ok();
+        let cc = sm.map(|(a, b)| format!(", sm_{a}{b}")).unwrap_or_default();
+        let mut features = vec!["f32".to_string(), "warp 32".to_string()];
+        if let Some((major, minor)) = sm {
+            if (major, minor) >= (5, 3) {
+                features.push("f16".into());
+            }
+            if major >= 8 {
+                features.push("bf16".into());
+            }
+        }
         inv.devices.push(DeviceInfo {
             api: "cuda".into(),
             index,
@@ -137,6 +148,7 @@ fn cuda_devices(inv: &mut Inventory) {
             driver: format!("CUDA {}.{}{cc}", version / 1000, (version % 1000) / 10),
             memory_bytes: ctx.total_mem().ok().map(|m| m as u64),
             memory_note: "device memory".into(),
+            features,
         });
     }
 }
@@ -196,7 +208,12 @@ fn wgpu_devices(inv: &mut Inventory) {
                 .trim()
                 .to_string(),
             memory_bytes: Some(a.limits().max_buffer_size),
-            memory_note: "largest buffer the adapter accepts (wgpu reports no total)".into(),
+            memory_note: if info.device_type == wgpu::DeviceType::IntegratedGpu {
+                "largest buffer the adapter accepts; memory is shared with the system".into()
+            } else {
+                "largest buffer the adapter accepts (wgpu reports no total)".into()
+            },
+            features: wgpu_features(&a),
         });
         *index += 1;
     }
@@ -215,4 +232,53 @@ fn vendor_name(id: u32) -> String {
         0 => String::new(),
         other => format!("{other:#06x}"),
     }
+}
+
+/// What the CPU's instruction set offers the kernels.
+fn cpu_features(cpuinfo: &str) -> Vec<String> {
+    let flags: Vec<&str> = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    let mut out = vec!["f32".to_string()];
+    for (flag, name) in [
+        ("avx2", "avx2"),
+        ("fma", "fma"),
+        ("avx512f", "avx512"),
+        ("f16c", "f16 conversion (f16c)"),
+        ("avx512_bf16", "bf16 (avx512_bf16)"),
+    ] {
+        if flags.contains(&flag) {
+            out.push(name.into());
+        }
+    }
+    out
+}
+
+/// Shader number formats and subgroup support of a wgpu adapter.
+#[cfg(feature = "wgpu")]
+fn wgpu_features(a: &wgpu::Adapter) -> Vec<String> {
+    let f = a.features();
+    let info = a.get_info();
+    let mut out = vec!["f32".to_string()];
+    if f.contains(wgpu::Features::SHADER_F16) {
+        out.push("f16".into());
+    } else {
+        out.push("no f16 in shaders".into());
+    }
+    out.push("no bf16 (WGSL has none)".into());
+    if f.contains(wgpu::Features::SUBGROUP) {
+        out.push(if info.subgroup_min_size == info.subgroup_max_size {
+            format!("subgroups {}", info.subgroup_min_size)
+        } else {
+            format!(
+                "subgroups {}..{}",
+                info.subgroup_min_size, info.subgroup_max_size
+            )
+        });
+    } else {
+        out.push("no subgroups".into());
+    }
+    out
 }

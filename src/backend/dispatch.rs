@@ -231,12 +231,19 @@ thread_local! {
     static GUARDED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Guarded sections running on any thread. While one runs, a panic on a
+/// backend's own worker thread (CubeCL's device threads) surfaces as that
+/// section's error, so its default report is not printed either.
+static GUARDED_ANYWHERE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Installs a panic hook that stays quiet for panics [`guarded`] turns into
 /// errors (the error says what happened) and prints all others as usual.
 pub fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        if !GUARDED.with(|g| g.get()) {
+        let worker = std::thread::current().name() != Some("main")
+            && GUARDED_ANYWHERE.load(std::sync::atomic::Ordering::SeqCst) > 0;
+        if !(GUARDED.with(|g| g.get()) || worker) {
             default(info);
         }
     }));
@@ -255,6 +262,7 @@ fn unsupported(kind: BackendKind) -> FerroError {
 /// Runs `f`, turning a backend panic into an error.
 fn guarded<T>(target: &Target, f: impl FnOnce() -> Result<T>) -> Result<T> {
     let was = GUARDED.with(|g| g.replace(true));
+    GUARDED_ANYWHERE.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let out = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
         let detail = panic
             .downcast_ref::<String>()
@@ -266,6 +274,7 @@ fn guarded<T>(target: &Target, f: impl FnOnce() -> Result<T>) -> Result<T> {
             detail: detail.trim().to_string(),
         })
     });
+    GUARDED_ANYWHERE.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     GUARDED.with(|g| g.set(was));
     out
 }

@@ -180,6 +180,7 @@ mod tests {
             driver: String::new(),
             memory_bytes: None,
             memory_note: String::new(),
+            features: vec![],
         }
     }
 

@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// The default database path.
 pub fn default_path() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("ferrofit").join("history.sqlite")
+    crate::io::data_dir().join("history.sqlite")
 }
 
 /// An open history database.

@@ -37,7 +37,9 @@ impl LogAxis {
     fn over(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> Self {
         let (lo, hi) = values
             .filter(|v| v.is_finite() && *v > 0.0)
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+                (lo.min(v), hi.max(v))
+            });
         if !lo.is_finite() {
             return LogAxis {
                 d0: fallback.0,

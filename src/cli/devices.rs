@@ -35,6 +35,9 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<()> {
             "{:<8} {:>3}  {:<11} {:<8} {:>10}  {:<40} {}",
             d.api, d.index, kind, d.vendor, mem, d.name, d.driver
         );
+        if !d.features.is_empty() {
+            println!("{:<14}features: {}", "", d.features.join(", "));
+        }
     }
     for n in &inv.notes {
         println!("note: {n}");

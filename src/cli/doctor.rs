@@ -17,6 +17,9 @@ pub struct DoctorArgs {
     /// Also check that the loss falls with this learning rate.
     #[arg(long)]
     lr: Option<f64>,
+    /// Largest number of points the memory probe tries.
+    #[arg(long, default_value_t = 1 << 26)]
+    max_n: usize,
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
@@ -57,7 +60,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
         reports.push(DeviceReport {
             backend: t.label(),
             device: t.info.clone(),
-            findings: checks::all(t, a.lr),
+            findings: checks::all(t, a.lr, a.max_n),
         });
     }
     let failed = reports
@@ -88,6 +91,9 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
                 "{} #{}: {} [{:?}, {}] driver {} — {}",
                 r.backend, d.index, d.name, d.class, d.vendor, d.driver, mem
             );
+            if !d.features.is_empty() {
+                println!("  features: {}", d.features.join(", "));
+            }
             for f in &r.findings {
                 let mark = match f.severity {
                     Severity::Pass => "ok  ",

@@ -1,10 +1,11 @@
-//! The command line: `ferrofit devices`, `train`, `bench` and `doctor`.
+//! The command line: `ferrofit devices`, `train`, `bench`, `doctor` and `tune`.
 
 mod bench;
 mod devices;
 mod doctor;
 mod progress;
 mod train;
+mod tune;
 
 use clap::{Parser, Subcommand};
 
@@ -27,6 +28,8 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Check every device for the field report's pitfalls (exit 1 when a check fails).
     Doctor(doctor::DoctorArgs),
+    /// Search for the fastest configuration that reaches the job's loss; cache it for `train --tuned`.
+    Tune(Box<tune::TuneArgs>),
 }
 
 /// Parses the process arguments and runs the command.
@@ -37,5 +40,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Train(a) => train::run(*a),
         Command::Bench(a) => bench::run(*a),
         Command::Doctor(a) => doctor::run(a),
+        Command::Tune(a) => tune::run(*a),
     }
 }

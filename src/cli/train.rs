@@ -9,6 +9,7 @@ use crate::config::{
 };
 use crate::io::write_atomic;
 use crate::record::RunRecord;
+use crate::tune::cache;
 use clap::Args;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,6 +34,12 @@ pub struct TrainArgs {
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Use the configuration `ferrofit tune` found for this job on this device.
+    #[arg(long)]
+    tuned: bool,
+    /// Tuned-configuration cache (default: $XDG_DATA_HOME/ferrofit/tuned.json).
+    #[arg(long)]
+    tune_cache: Option<PathBuf>,
 }
 
 /// The job's knobs, shared by `train` and `bench`; defaults are the field report's seed job.
@@ -86,6 +93,12 @@ pub struct JobArgs {
     /// Read the loss back every K steps (default: ~20 points over the run).
     #[arg(long)]
     log_every: Option<usize>,
+    /// GPU fused kernel: points per thread before more workgroups launch (default 16).
+    #[arg(long)]
+    points_per_unit: Option<usize>,
+    /// Stop after this many seconds (checked whenever the loss is read back).
+    #[arg(long)]
+    max_seconds: Option<f64>,
 }
 
 impl JobArgs {
@@ -119,16 +132,33 @@ impl JobArgs {
             target_loss: self.target_loss,
             data_on_device: !self.host_data,
             log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
+            points_per_unit: self.points_per_unit,
+            max_seconds: self.max_seconds,
         }
     }
 }
 
 /// Runs `train`.
 pub fn run(a: TrainArgs) -> anyhow::Result<()> {
-    let cfg = a.job.config();
+    let mut cfg = a.job.config();
     cfg.validate()?;
     let inv = Inventory::probe();
     let target = select::select(&inv, a.backend, a.device)?;
+    let mut engine = a.engine;
+    if a.tuned {
+        let path = a.tune_cache.clone().unwrap_or_else(cache::default_path);
+        let entry = cache::lookup(&path, &cache::key(&target.label(), &target.info, &cfg))?;
+        if !a.json {
+            eprintln!(
+                "tuned: {} ({} steps to loss {:.5})",
+                entry.candidate.label(),
+                entry.steps,
+                entry.target_loss
+            );
+        }
+        cfg = cache::apply(&entry, &cfg);
+        engine = entry.candidate.engine;
+    }
     if !a.json {
         eprintln!(
             "training {} (n={}, hidden={}x{}, {:?}, lr {}) on {} [{}]",
@@ -143,7 +173,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         );
     }
     let mut display = Display::new(cfg.steps, a.json);
-    let result = dispatch::train(&target, &cfg, a.engine, &mut display);
+    let result = dispatch::train(&target, &cfg, engine, &mut display);
     display.finish();
     let r = result?;
     let record = RunRecord::new(

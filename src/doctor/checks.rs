@@ -1,10 +1,8 @@
 //! The checks themselves, each small, each on one device.
 
-use super::{Finding, Severity};
-use crate::backend::dispatch::{self, general_gradient};
-use crate::backend::select::Target;
+use super::{Finding, Severity, Subject};
+use crate::backend::dispatch::RunResult;
 use crate::backend::BackendKind;
-use crate::batches::Batch;
 use crate::bench::stats::{fmt_time, Summary};
 use crate::config::{EngineKind, OptimizerKind, Precision, TrainConfig};
 use crate::model::{reference, Params};
@@ -13,8 +11,9 @@ use crate::task::Task;
 /// Coefficient of variation of per-step latency above which jitter is flagged.
 pub const JITTER_CV: f64 = 0.25;
 
-/// Runs every check on `target`; `lr` is the learning rate the user intends to use.
-pub fn all(target: &Target, lr: Option<f64>) -> Vec<Finding> {
+/// Runs every check on `target`; `lr` is the learning rate the user intends
+/// to use, `max_n` the largest N the memory probe tries.
+pub fn all(target: &dyn Subject, lr: Option<f64>, max_n: usize) -> Vec<Finding> {
     let mut out = vec![
         parameters_update(target),
         gradients(target),
@@ -23,9 +22,20 @@ pub fn all(target: &Target, lr: Option<f64>) -> Vec<Finding> {
     if let Some(lr) = lr {
         out.push(loss_falls(target, Some(lr)));
     }
+    out.push(largest_n(target, max_n));
     out.push(jitter(target));
     out.push(half_precision(target));
     out
+}
+
+/// Trains `cfg` from its seeded initial weights.
+fn run(t: &dyn Subject, cfg: &TrainConfig) -> crate::Result<RunResult> {
+    t.train_from(
+        cfg,
+        EngineKind::Auto,
+        Params::init(&cfg.model, cfg.seed),
+        None,
+    )
 }
 
 fn small() -> TrainConfig {
@@ -47,19 +57,17 @@ fn fail(check: &'static str, e: impl std::fmt::Display) -> Finding {
 }
 
 /// Pitfall 1: with an optimizer created once, every parameter tensor moves.
-pub fn parameters_update(t: &Target) -> Finding {
+pub fn parameters_update(t: &dyn Subject) -> Finding {
     const CHECK: &str = "parameters update";
     let cfg = small();
     let init = Params::init(&cfg.model, cfg.seed);
     let mut stuck = Vec::new();
     for engine in [EngineKind::General, EngineKind::Auto] {
-        let r = match dispatch::train_from(
-            t,
+        let r = match t.train_from(
             &cfg,
             engine,
             init.clone(),
             Some(Task::X2Noise.generate(cfg.n, cfg.seed)),
-            &mut (),
         ) {
             Ok(r) => r,
             Err(e) => return fail(CHECK, e),
@@ -86,7 +94,7 @@ pub fn parameters_update(t: &Target) -> Finding {
 }
 
 /// Pitfall 2 (silent miscompiles): the gradient equals the float64 reference.
-pub fn gradients(t: &Target) -> Finding {
+pub fn gradients(t: &dyn Subject) -> Finding {
     const CHECK: &str = "gradients";
     let cfg = TrainConfig {
         n: 1000,
@@ -95,12 +103,12 @@ pub fn gradients(t: &Target) -> Finding {
     let p = Params::init(&cfg.model, 3);
     let data = Task::Sin.generate(cfg.n, 3);
     let (_, want) = reference::loss_and_grad(&p, &data, cfg.model.activation, cfg.loss);
-    let got = match general_gradient(t, &cfg, &p, &data, &Batch::Range(0, cfg.n)) {
+    let got = match t.gradient(&cfg, &p, &data) {
         Ok(g) => g,
         Err(e) => return fail(CHECK, e),
     };
     let err = reference::relative_error(&got, &want);
-    let tol = if t.kind == BackendKind::Cuda {
+    let tol = if t.kind() == BackendKind::Cuda {
         1e-3
     } else {
         1e-4
@@ -121,7 +129,7 @@ pub fn gradients(t: &Target) -> Finding {
 }
 
 /// Pitfall 3: the loss falls with the default (or the user's) learning rate.
-pub fn loss_falls(t: &Target, lr: Option<f64>) -> Finding {
+pub fn loss_falls(t: &dyn Subject, lr: Option<f64>) -> Finding {
     let check = if lr.is_some() {
         "loss falls (your --lr)"
     } else {
@@ -133,7 +141,7 @@ pub fn loss_falls(t: &Target, lr: Option<f64>) -> Finding {
         lr: lr.unwrap_or(0.2),
         ..small()
     };
-    match dispatch::train(t, &cfg, EngineKind::Auto, &mut ()) {
+    match run(t, &cfg) {
         Ok(r) => {
             let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
             if last.is_finite() && last < 0.9 * first {
@@ -160,14 +168,14 @@ pub fn loss_falls(t: &Target, lr: Option<f64>) -> Finding {
 }
 
 /// The report's jitter: per-step latency over 200 synchronised steps.
-pub fn jitter(t: &Target) -> Finding {
+pub fn jitter(t: &dyn Subject) -> Finding {
     const CHECK: &str = "jitter";
     let cfg = TrainConfig {
         n: 100_000,
         steps: 201,
         ..small()
     };
-    let r = match dispatch::train(t, &cfg, EngineKind::Auto, &mut ()) {
+    let r = match run(t, &cfg) {
         Ok(r) => r,
         Err(e) => return fail(CHECK, e),
     };
@@ -193,7 +201,7 @@ pub fn jitter(t: &Target) -> Finding {
 }
 
 /// Pitfall 6: f16 stays stable (dynamic loss scaling; bf16 for comparison).
-pub fn half_precision(t: &Target) -> Finding {
+pub fn half_precision(t: &dyn Subject) -> Finding {
     const CHECK: &str = "f16 / bf16";
     let mut parts = Vec::new();
     let mut bad = false;
@@ -206,7 +214,7 @@ pub fn half_precision(t: &Target) -> Finding {
             lr: 0.02,
             ..small()
         };
-        match dispatch::train(t, &cfg, EngineKind::Auto, &mut ()) {
+        match run(t, &cfg) {
             Ok(r) => {
                 let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
                 bad |= !(last.is_finite() && last < 0.5 * first);
@@ -231,4 +239,72 @@ pub fn half_precision(t: &Target) -> Finding {
     } else {
         Finding::pass(CHECK, parts.join("; "))
     }
+}
+
+/// Smallest N the memory probe starts from.
+const PROBE_START: usize = 1 << 16;
+
+/// Pitfall 4 (large batches crash): the largest full batch one step runs on,
+/// found by doubling N up to `max_n`, then halving the gap to the first
+/// failure. Allocation failures and backend panics come back as errors, so
+/// the probe never takes the process down.
+pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
+    const CHECK: &str = "largest N";
+    let fits = |n: usize| -> Result<(), String> {
+        let cfg = TrainConfig {
+            n,
+            steps: 1,
+            ..small()
+        };
+        // A backend that panics instead of returning an error counts as "does not fit".
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(t, &cfg))) {
+            Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
+            Err(_) => Err("the backend panicked".into()),
+        }
+    };
+    let mut ok = 0usize;
+    let mut n = PROBE_START.min(max_n.max(1));
+    let mut failure = None;
+    while n <= max_n {
+        match fits(n) {
+            Ok(()) => ok = n,
+            Err(e) => {
+                failure = Some((n, e));
+                break;
+            }
+        }
+        if n == max_n {
+            break;
+        }
+        n = (n * 2).min(max_n);
+    }
+    let Some((mut bad, why)) = failure else {
+        return Finding::pass(
+            CHECK,
+            format!("one full-batch step fits at every N tried, up to {ok} (the probe's cap; raise it with --max-n)"),
+        );
+    };
+    // Narrow the gap between the last N that fit and the first that failed to 1/16.
+    while ok > 0 && bad - ok > ok / 16 {
+        let mid = ok + (bad - ok) / 2;
+        match fits(mid) {
+            Ok(()) => ok = mid,
+            Err(_) => bad = mid,
+        }
+    }
+    let why: String = why.chars().take(160).collect();
+    if ok == 0 {
+        return Finding::bad(
+            CHECK,
+            Severity::Fail,
+            format!("even N = {bad} failed: {why}"),
+            "this device cannot hold the smallest probe: use --backend cpu",
+        );
+    }
+    Finding::bad(
+        CHECK,
+        Severity::Warn,
+        format!("largest N that fits: {ok}; N = {bad} failed: {why}"),
+        &format!("train larger data sets as mini-batches: --batch-size {ok} (or less) with --accumulate K for an effective batch of K × that"),
+    )
 }

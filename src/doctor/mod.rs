@@ -4,7 +4,51 @@
 
 pub mod checks;
 
+use crate::backend::dispatch::{self, RunResult};
+use crate::backend::select::Target;
+use crate::backend::BackendKind;
+use crate::batches::Batch;
+use crate::config::{EngineKind, TrainConfig};
+use crate::model::Params;
+use crate::task::Dataset;
 use serde::Serialize;
+
+/// What the checks examine: a device that trains and computes gradients. The
+/// real one is a [`Target`]; tests use broken fakes to prove the checks catch them.
+pub trait Subject {
+    fn kind(&self) -> BackendKind;
+    /// Trains from `init`, on `data` if given (else the task's).
+    fn train_from(
+        &self,
+        cfg: &TrainConfig,
+        engine: EngineKind,
+        init: Params,
+        data: Option<Dataset>,
+    ) -> crate::Result<RunResult>;
+    /// The general engine's gradient of the mean loss over all of `data`,
+    /// flat in [`Params::flatten`] order.
+    fn gradient(&self, cfg: &TrainConfig, p: &Params, data: &Dataset) -> crate::Result<Vec<f32>>;
+}
+
+impl Subject for Target {
+    fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    fn train_from(
+        &self,
+        cfg: &TrainConfig,
+        engine: EngineKind,
+        init: Params,
+        data: Option<Dataset>,
+    ) -> crate::Result<RunResult> {
+        dispatch::train_from(self, cfg, engine, init, data, &mut ())
+    }
+
+    fn gradient(&self, cfg: &TrainConfig, p: &Params, data: &Dataset) -> crate::Result<Vec<f32>> {
+        dispatch::general_gradient(self, cfg, p, data, &Batch::Range(0, data.len()))
+    }
+}
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

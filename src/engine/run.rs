@@ -83,8 +83,11 @@ pub fn train(
                 seconds: start.elapsed().as_secs_f64(),
             });
             loss = Some(l);
-            if cfg.target_loss.is_some_and(|t| l <= t) {
-                reached_target = true;
+            let out_of_time = cfg
+                .max_seconds
+                .is_some_and(|m| start.elapsed().as_secs_f64() > m);
+            if cfg.target_loss.is_some_and(|t| l <= t) || out_of_time {
+                reached_target = !out_of_time || cfg.target_loss.is_some_and(|t| l <= t);
                 progress.update(step, loss);
                 break;
             }

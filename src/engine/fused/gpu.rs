@@ -15,17 +15,10 @@ use crate::task::Dataset;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 
-/// Points each unit handles, at least, before more cubes are launched
-/// (`FERROFIT_POINTS_PER_UNIT` overrides it, for tuning).
-const POINTS_PER_UNIT: usize = 16;
+/// Points each unit handles, at least, before more cubes are launched, unless
+/// the run sets `points_per_unit` (`ferrofit tune` sweeps it).
+pub const POINTS_PER_UNIT: usize = 16;
 
-fn points_per_unit() -> usize {
-    std::env::var("FERROFIT_POINTS_PER_UNIT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&v| v > 0)
-        .unwrap_or(POINTS_PER_UNIT)
-}
 /// Most cubes a micro-batch is spread over (bounds the partials buffer).
 const MAX_CUBES: usize = 2048;
 
@@ -186,7 +179,9 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             ),
         };
         let units = CUBE_UNITS as usize;
-        let cubes = len.div_ceil(units * points_per_unit()).clamp(1, MAX_CUBES);
+        let cubes = len
+            .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
+            .clamp(1, MAX_CUBES);
         let scale = 1.0 / (count * self.cfg.model.outputs) as f32;
         let (idx_handle, idx_len, use_idx) = match &idx {
             Some(h) => (h.clone(), len, true),

@@ -1,0 +1,155 @@
+//! The configurations `tune` tries: engine, precision, batch size and
+//! accumulation, learning rate scaled with the batch, and the GPU kernel's
+//! points per unit — in the order most likely to win first, so early winners
+//! cut later, hopeless trials short.
+
+use crate::config::{EngineKind, Precision, TrainConfig};
+use serde::{Deserialize, Serialize};
+
+/// The knobs `tune` sets; everything else comes from the job.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub engine: EngineKind,
+    pub precision: Precision,
+    /// Points per micro-batch (`None`: full batch).
+    pub batch_size: Option<usize>,
+    pub accumulate: usize,
+    pub lr: f64,
+    /// GPU fused kernel tile (`None`: the default).
+    pub points_per_unit: Option<usize>,
+}
+
+impl Candidate {
+    /// The job's own configuration, as a candidate.
+    pub fn of(cfg: &TrainConfig, engine: EngineKind) -> Self {
+        Candidate {
+            engine,
+            precision: cfg.precision,
+            batch_size: cfg.batch_size,
+            accumulate: cfg.accumulate,
+            lr: cfg.lr,
+            points_per_unit: cfg.points_per_unit,
+        }
+    }
+
+    /// `base` with this candidate's knobs.
+    pub fn apply(&self, base: &TrainConfig) -> TrainConfig {
+        TrainConfig {
+            precision: self.precision,
+            batch_size: self.batch_size,
+            accumulate: self.accumulate,
+            lr: self.lr,
+            points_per_unit: self.points_per_unit,
+            ..base.clone()
+        }
+    }
+
+    /// A short description for tables.
+    pub fn label(&self) -> String {
+        let batch = match self.batch_size {
+            None => "full".to_string(),
+            Some(b) => b.to_string(),
+        };
+        let mut s = format!("{:?} {:?} batch {batch}", self.engine, self.precision).to_lowercase();
+        if self.accumulate > 1 {
+            s += &format!(" x{}", self.accumulate);
+        }
+        s += &format!(" lr {:.4}", self.lr);
+        if let Some(p) = self.points_per_unit {
+            s += &format!(" ppu {p}");
+        }
+        s
+    }
+}
+
+/// What the search needs to know about the device.
+#[derive(Clone, Copy, Debug)]
+pub struct Space {
+    /// The fused engine can run this job here.
+    pub fused: bool,
+    /// The device is a GPU (the fused kernel's tile matters).
+    pub gpu: bool,
+}
+
+/// Smallest mini-batch tried.
+const MIN_BATCH: usize = 256;
+/// Tiles tried for the GPU fused kernel.
+pub const TILES: [usize; 5] = [4, 8, 16, 32, 64];
+
+/// Stage one: every engine, precision, batch and learning rate worth a trial.
+pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
+    let n = base.n;
+    let mut batches: Vec<Option<usize>> = vec![None];
+    batches.extend(
+        [4, 16, 64]
+            .iter()
+            .map(|d| n / d)
+            .filter(|&b| b >= MIN_BATCH)
+            .map(Some),
+    );
+    if base.batch_size.is_some() && !batches.contains(&base.batch_size) {
+        batches.push(base.batch_size);
+    }
+    // Learning rates: the job's, twice it, and for mini-batches the job's
+    // scaled by sqrt(batch / n) (the square-root scaling rule).
+    let lrs = |b: Option<usize>| -> Vec<f64> {
+        let mut v = vec![base.lr, 2.0 * base.lr];
+        if let Some(b) = b {
+            v.push(base.lr * (b as f64 / n as f64).sqrt());
+        }
+        v
+    };
+    let mut engines = Vec::new();
+    if space.fused {
+        engines.push((EngineKind::Fused, vec![Precision::F32]));
+    }
+    engines.push((
+        EngineKind::General,
+        vec![Precision::F32, Precision::Bf16, Precision::F16],
+    ));
+    let mut out = Vec::new();
+    for (engine, precisions) in engines {
+        for &precision in &precisions {
+            for &batch_size in &batches {
+                for lr in lrs(batch_size) {
+                    out.push(Candidate {
+                        engine,
+                        precision,
+                        batch_size,
+                        accumulate: 1,
+                        lr,
+                        points_per_unit: base.points_per_unit,
+                    });
+                }
+            }
+        }
+        // Accumulation: the full batch as four micro-batches (same gradient,
+        // smaller buffers) — worth it only where the full batch is slow to hold.
+        if n / 4 >= MIN_BATCH {
+            out.push(Candidate {
+                engine,
+                precision: precisions[0],
+                batch_size: Some(n.div_ceil(4)),
+                accumulate: 4,
+                lr: base.lr,
+                points_per_unit: base.points_per_unit,
+            });
+        }
+    }
+    out
+}
+
+/// Stage two: the best fused candidate with every GPU tile.
+pub fn tiles_of(best: &Candidate, space: Space) -> Vec<Candidate> {
+    if !(space.gpu && best.engine == EngineKind::Fused) {
+        return vec![];
+    }
+    TILES
+        .iter()
+        .filter(|&&t| Some(t) != best.points_per_unit)
+        .map(|&t| Candidate {
+            points_per_unit: Some(t),
+            ..best.clone()
+        })
+        .collect()
+}

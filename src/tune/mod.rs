@@ -1,0 +1,429 @@
+//! `ferrofit tune`: the configuration with the shortest time to the target
+//! loss for one job on one device. The job's own configuration runs first and
+//! sets the target (its final loss, unless `--target-loss` is given) and the
+//! time to beat; every later trial is cut off once it can no longer win. The
+//! search only sees a [`Runner`], so tests drive it with a mock clock.
+
+pub mod cache;
+pub mod candidates;
+
+use crate::config::{EngineKind, TrainConfig};
+use crate::engine::run::TrainOutcome;
+use crate::error::{FerroError, Result};
+use candidates::{Candidate, Space};
+use serde::Serialize;
+
+/// Runs one configuration once (the real one trains on a device).
+pub trait Runner {
+    fn run(&mut self, engine: EngineKind, cfg: &TrainConfig) -> Result<TrainOutcome>;
+}
+
+impl<F: FnMut(EngineKind, &TrainConfig) -> Result<TrainOutcome>> Runner for F {
+    fn run(&mut self, engine: EngineKind, cfg: &TrainConfig) -> Result<TrainOutcome> {
+        self(engine, cfg)
+    }
+}
+
+/// One configuration's result: its fastest run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Trial {
+    pub candidate: Candidate,
+    pub label: String,
+    /// Seconds of the fastest run: to the target, or until it was cut off.
+    pub seconds: f64,
+    pub runs: usize,
+    pub reached: bool,
+    /// Steps the fastest run took.
+    pub steps: usize,
+    pub final_loss: f64,
+    /// Why it stopped short: cut off (could not win any more), diverged, failed.
+    pub note: Option<String>,
+}
+
+/// How the search spends its budget.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Seconds of search in all (checked before each trial).
+    pub budget: f64,
+    /// A trial may take this many times the job's steps (smaller batches need more).
+    pub step_factor: usize,
+    /// Steps between loss checks against the target.
+    pub check_every: usize,
+    /// Runs of a trial that is close to the best (its minimum is kept).
+    pub repeats: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            budget: 60.0,
+            step_factor: 4,
+            check_every: 5,
+            repeats: 2,
+        }
+    }
+}
+
+/// Everything a search found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub target_loss: f64,
+    /// The job as given (the time to beat).
+    pub baseline: Trial,
+    /// Every trial, in the order run.
+    pub trials: Vec<Trial>,
+    /// Candidates left untried when the budget ran out.
+    pub untried: usize,
+}
+
+impl Report {
+    /// The fastest trial that reached the target (the baseline included).
+    pub fn winner(&self) -> Option<&Trial> {
+        std::iter::once(&self.baseline)
+            .chain(&self.trials)
+            .filter(|t| t.reached)
+            .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+    }
+
+    /// Reached trials, fastest first, then the rest in the order tried.
+    pub fn ranked(&self) -> Vec<&Trial> {
+        let mut v: Vec<&Trial> = std::iter::once(&self.baseline)
+            .chain(&self.trials)
+            .collect();
+        v.sort_by(|a, b| {
+            b.reached.cmp(&a.reached).then(if a.reached && b.reached {
+                a.seconds.total_cmp(&b.seconds)
+            } else {
+                std::cmp::Ordering::Equal
+            })
+        });
+        v
+    }
+}
+
+/// Searches `space` for the fastest configuration of `base`; `spent()` says
+/// how many seconds of budget are used so far.
+pub fn tune(
+    runner: &mut dyn Runner,
+    base: &TrainConfig,
+    space: Space,
+    s: &Settings,
+    spent: &mut dyn FnMut() -> f64,
+) -> Result<Report> {
+    let base_engine = if space.fused {
+        EngineKind::Fused
+    } else {
+        EngineKind::General
+    };
+    // Warm-up (kernels compiled, caches filled) and the target, from the job as given.
+    let warm = runner.run(
+        base_engine,
+        &TrainConfig {
+            log_every: base.steps,
+            target_loss: None,
+            ..base.clone()
+        },
+    )?;
+    let target_loss = base.target_loss.unwrap_or(warm.final_loss);
+    if !target_loss.is_finite() {
+        return Err(FerroError::Diverged {
+            step: warm.steps,
+            value: target_loss as f32,
+        });
+    }
+    let job = TrainConfig {
+        target_loss: Some(target_loss),
+        log_every: s.check_every,
+        steps: base.steps * s.step_factor,
+        ..base.clone()
+    };
+    let own = Candidate::of(base, base_engine);
+    let baseline = trial(runner, &job, &own, None, s.repeats);
+    let mut state = Search {
+        best: baseline.reached.then_some(baseline.seconds),
+        trials: Vec::new(),
+        untried: 0,
+    };
+    state.run_all(
+        runner,
+        &job,
+        &own,
+        candidates::first_stage(base, space),
+        s,
+        spent,
+    );
+    // Stage two: the GPU tile of the best fused configuration.
+    let fused_best = std::iter::once(&baseline)
+        .chain(&state.trials)
+        .filter(|t| t.reached && t.candidate.engine == EngineKind::Fused)
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .map(|t| t.candidate.clone());
+    if let Some(fb) = fused_best {
+        state.run_all(
+            runner,
+            &job,
+            &own,
+            candidates::tiles_of(&fb, space),
+            s,
+            spent,
+        );
+    }
+    let Search {
+        trials, untried, ..
+    } = state;
+    Ok(Report {
+        target_loss,
+        baseline,
+        trials,
+        untried,
+    })
+}
+
+/// The search so far.
+struct Search {
+    best: Option<f64>,
+    trials: Vec<Trial>,
+    untried: usize,
+}
+
+impl Search {
+    /// Tries each new candidate while budget is left.
+    fn run_all(
+        &mut self,
+        runner: &mut dyn Runner,
+        job: &TrainConfig,
+        own: &Candidate,
+        list: Vec<Candidate>,
+        s: &Settings,
+        spent: &mut dyn FnMut() -> f64,
+    ) {
+        for c in list {
+            if &c == own || self.trials.iter().any(|t| t.candidate == c) {
+                continue;
+            }
+            if spent() >= s.budget {
+                self.untried += 1;
+                continue;
+            }
+            let t = trial(runner, job, &c, self.best, s.repeats);
+            if t.reached && self.best.is_none_or(|b| t.seconds < b) {
+                self.best = Some(t.seconds);
+            }
+            self.trials.push(t);
+        }
+    }
+}
+
+/// Runs one candidate: once, with a cut-off at twice the best time (room for
+/// kernel compilation), and again while it stays within 1.5× the best; keeps
+/// the fastest run.
+fn trial(
+    runner: &mut dyn Runner,
+    job: &TrainConfig,
+    c: &Candidate,
+    best: Option<f64>,
+    repeats: usize,
+) -> Trial {
+    let mut t = Trial {
+        candidate: c.clone(),
+        label: c.label(),
+        seconds: f64::NAN,
+        runs: 0,
+        reached: false,
+        steps: 0,
+        final_loss: f64::NAN,
+        note: None,
+    };
+    for k in 0..repeats.max(1) {
+        let cap = best.map(|b| if k == 0 { 2.0 * b } else { b });
+        let cfg = TrainConfig {
+            max_seconds: cap,
+            ..c.apply(job)
+        };
+        let o = match runner.run(c.engine, &cfg) {
+            Ok(o) => o,
+            Err(e) => {
+                t.note = Some(match e {
+                    FerroError::Diverged { .. } => "diverged".into(),
+                    other => other.to_string(),
+                });
+                break;
+            }
+        };
+        t.runs += 1;
+        let better = t.seconds.is_nan() || (o.reached_target && o.train_seconds < t.seconds);
+        if better {
+            t.seconds = o.train_seconds;
+            t.steps = o.steps;
+            t.final_loss = o.final_loss;
+            t.reached = o.reached_target;
+        }
+        if !o.reached_target {
+            t.note = Some(if cap.is_some_and(|m| o.train_seconds >= m) {
+                "cut off: slower than the best so far".into()
+            } else {
+                format!("did not reach the target in {} steps", job.steps)
+            });
+            break;
+        }
+        t.note = None;
+        if best.is_some_and(|b| o.train_seconds > 1.5 * b) {
+            break;
+        }
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Precision;
+    use crate::engine::run::LossPoint;
+
+    /// A device with a known optimum. Steps needed fall with the learning
+    /// rate and rise as batches shrink; a step costs a launch plus a cost per
+    /// point; lr above 1.5× the job's diverges; GPU tile 8 is fastest.
+    fn mock(
+        clock: std::rc::Rc<std::cell::Cell<f64>>,
+    ) -> impl FnMut(EngineKind, &TrainConfig) -> Result<TrainOutcome> {
+        move |engine, cfg| {
+            let base = TrainConfig::default();
+            let lrf = cfg.lr / base.lr;
+            if lrf > 1.5 {
+                return Err(FerroError::Diverged {
+                    step: 3,
+                    value: f32::NAN,
+                });
+            }
+            let b = cfg.micro_batch() as f64;
+            let n = cfg.n as f64;
+            let need = (100.0 / lrf * (1.0 + (n / (b * cfg.accumulate as f64)) / 32.0)).ceil();
+            let (per_point, launch) = match (engine, cfg.precision) {
+                (EngineKind::Fused, _) => (1e-8, 1e-4),
+                (_, Precision::F32) => (1e-7, 1e-3),
+                _ => (0.8e-7, 1e-3),
+            };
+            let tile = cfg
+                .points_per_unit
+                .map_or(1.2, |p| 1.0 + (p as f64 / 8.0).log2().abs() * 0.1);
+            let per_step = (b * per_point + launch) * cfg.accumulate as f64 * tile;
+            let target_steps = if cfg.target_loss.is_some() {
+                need as usize
+            } else {
+                cfg.steps
+            };
+            let mut steps = target_steps.min(cfg.steps);
+            let mut reached = cfg.target_loss.is_some() && steps == target_steps;
+            if let Some(m) = cfg.max_seconds {
+                if steps as f64 * per_step > m {
+                    steps = (m / per_step).ceil() as usize;
+                    reached = false;
+                }
+            }
+            let secs = steps as f64 * per_step;
+            clock.set(clock.get() + secs);
+            Ok(TrainOutcome {
+                steps,
+                final_loss: if reached { 0.01 } else { 0.02 },
+                train_seconds: secs,
+                steps_per_second: 1.0 / per_step,
+                first_step_seconds: per_step,
+                curve: vec![LossPoint {
+                    step: steps,
+                    loss: 0.01,
+                    seconds: secs,
+                }],
+                reached_target: reached,
+                skipped_steps: 0,
+            })
+        }
+    }
+
+    fn search(space: Space, budget: f64) -> Report {
+        let clock = std::rc::Rc::new(std::cell::Cell::new(0.0));
+        let mut runner = mock(clock.clone());
+        let s = Settings {
+            budget,
+            ..Settings::default()
+        };
+        tune(&mut runner, &TrainConfig::default(), space, &s, &mut || {
+            clock.get()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn finds_the_known_optimum_deterministically() {
+        let space = Space {
+            fused: true,
+            gpu: true,
+        };
+        let r = search(space, 1e9);
+        let w = r.winner().unwrap();
+        assert_eq!(w.candidate.engine, EngineKind::Fused);
+        assert_eq!(w.candidate.batch_size, Some(1_000_000 / 64));
+        assert_eq!(w.candidate.lr, TrainConfig::default().lr);
+        assert_eq!(w.candidate.points_per_unit, Some(8));
+        assert!(
+            w.seconds < r.baseline.seconds / 5.0,
+            "{} vs {}",
+            w.seconds,
+            r.baseline.seconds
+        );
+        // Same search, same answer.
+        assert_eq!(search(space, 1e9).winner().unwrap().candidate, w.candidate);
+        assert_eq!(r.untried, 0);
+    }
+
+    #[test]
+    fn hopeless_trials_are_cut_off_and_diverging_ones_named() {
+        let r = search(
+            Space {
+                fused: true,
+                gpu: false,
+            },
+            1e9,
+        );
+        let best = r.winner().unwrap().seconds;
+        let general = r
+            .trials
+            .iter()
+            .filter(|t| t.candidate.engine == EngineKind::General);
+        for t in general {
+            assert!(!t.reached, "{}", t.label);
+            assert!(t.note.is_some(), "{}", t.label);
+        }
+        assert!(r
+            .trials
+            .iter()
+            .any(|t| t.note.as_deref() == Some("diverged")));
+        // A cut-off trial never ran past twice the best time at that point.
+        let cut = r
+            .trials
+            .iter()
+            .filter(|t| t.note.as_deref().is_some_and(|n| n.starts_with("cut off")));
+        for t in cut {
+            assert!(t.seconds <= 2.0 * r.baseline.seconds + 1e-9, "{}", t.label);
+        }
+        assert!(
+            r.trials
+                .iter()
+                .all(|t| t.candidate.points_per_unit.is_none()),
+            "no tiles on a CPU"
+        );
+        assert!(best > 0.0);
+    }
+
+    #[test]
+    fn a_spent_budget_leaves_candidates_untried() {
+        let r = search(
+            Space {
+                fused: true,
+                gpu: true,
+            },
+            0.0,
+        );
+        assert!(r.trials.is_empty() && r.untried > 10);
+        assert_eq!(r.winner().unwrap().label, r.baseline.label);
+    }
+}
