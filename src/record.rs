@@ -40,6 +40,12 @@ pub struct RunRecord {
     pub config: TrainConfig,
     pub versions: Versions,
     pub loss_curve: Vec<crate::engine::run::LossPoint>,
+    /// Mean loss on the held-out rows of `--csv` data (standardised units).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_loss: Option<f64>,
+    /// Column names and standardisation of `--csv` data.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub normalization: Option<crate::userdata::Normalization>,
 }
 
 impl RunRecord {
@@ -69,6 +75,8 @@ impl RunRecord {
             config: cfg.clone(),
             versions: VERSIONS,
             loss_curve: o.curve,
+            validation_loss: None,
+            normalization: None,
         }
     }
 }

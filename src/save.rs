@@ -35,6 +35,11 @@ pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Resul
 
 /// Loads a model saved by [`save`].
 pub fn load(path: &Path) -> Result<Params> {
+    load_with_metadata(path).map(|(p, _)| p)
+}
+
+/// Loads a model and the metadata saved with it.
+pub fn load_with_metadata(path: &Path) -> Result<(Params, HashMap<String, String>)> {
     let err = |detail: String| FerroError::ModelFile {
         path: path.display().to_string(),
         detail,
@@ -71,7 +76,21 @@ pub fn load(path: &Path) -> Result<Params> {
     if layers.is_empty() {
         return Err(err("no layers.0.weight tensor found".into()));
     }
-    Ok(Params { layers })
+    for (i, w) in layers.windows(2).enumerate() {
+        if w[0].fan_out != w[1].fan_in || w[0].b.len() != w[0].fan_out {
+            return Err(err(format!(
+                "layers.{i} and layers.{} do not connect ({} outputs feed {} inputs)",
+                i + 1,
+                w[0].fan_out,
+                w[1].fan_in
+            )));
+        }
+    }
+    let meta = SafeTensors::read_metadata(&bytes)
+        .ok()
+        .and_then(|(_, m)| m.metadata().clone())
+        .unwrap_or_default();
+    Ok((Params { layers }, meta))
 }
 
 #[cfg(test)]

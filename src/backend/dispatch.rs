@@ -6,12 +6,13 @@ use super::select::Target;
 use super::BackendKind;
 use crate::batches::Batch;
 use crate::config::{EngineKind, TrainConfig};
+use crate::engine::checkpoint::OptState;
 use crate::engine::fused::cpu::CpuFused;
 use crate::engine::fused::envelope;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 use crate::engine::fused::gpu::GpuFused;
 use crate::engine::general::GeneralEngine;
-use crate::engine::run::{self, Progress, TrainOutcome};
+use crate::engine::run::{self, Control, Progress, TrainOutcome};
 use crate::engine::StepEngine;
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -83,8 +84,41 @@ pub fn train_from(
     host: Option<Dataset>,
     progress: &mut dyn Progress,
 ) -> Result<RunResult> {
+    train_controlled(
+        target,
+        cfg,
+        want,
+        init,
+        host,
+        progress,
+        &Control::default(),
+        None,
+    )
+}
+
+/// [`train_from`] with checkpoints and a start step; `opt` restores a
+/// checkpoint's optimizer state.
+#[allow(clippy::too_many_arguments)]
+pub fn train_controlled(
+    target: &Target,
+    cfg: &TrainConfig,
+    want: EngineKind,
+    init: Params,
+    host: Option<Dataset>,
+    progress: &mut dyn Progress,
+    ctl: &Control,
+    opt: Option<&OptState>,
+) -> Result<RunResult> {
     cfg.validate()?;
     let (engine, engine_note) = choose_engine(target, cfg, want)?;
+    if engine == EngineKind::General && (ctl.checkpoints.is_some() || opt.is_some()) {
+        return Err(FerroError::OutsideEnvelope {
+            reason: format!(
+                "checkpoints need the fused engine's optimizer state, and the general engine runs this job ({})",
+                engine_note.as_deref().unwrap_or("--engine general")
+            ),
+        });
+    }
     guarded(target, || {
         let mut eng: Box<dyn StepEngine> = match engine {
             EngineKind::Fused => {
@@ -96,7 +130,10 @@ pub fn train_from(
             }
             _ => general_engine(target, cfg, &init, host.as_ref())?,
         };
-        let outcome = run::train(eng.as_mut(), cfg, progress)?;
+        if let Some(o) = opt {
+            eng.load_optimizer_state(o)?;
+        }
+        let outcome = run::train_with(eng.as_mut(), cfg, progress, ctl)?;
         let params = eng.params()?;
         Ok(RunResult {
             outcome,

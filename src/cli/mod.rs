@@ -1,8 +1,9 @@
-//! The command line: `ferrofit devices`, `train`, `bench`, `doctor` and `tune`.
+//! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor` and `tune`.
 
 mod bench;
 mod devices;
 mod doctor;
+mod predict;
 mod progress;
 mod train;
 mod tune;
@@ -28,6 +29,8 @@ pub enum Command {
     Bench(Box<bench::BenchArgs>),
     /// Check every device for the field report's pitfalls (exit 1 when a check fails).
     Doctor(doctor::DoctorArgs),
+    /// Run a saved model on new inputs (CSV or --x values).
+    Predict(predict::PredictArgs),
     /// Search for the fastest configuration that reaches the job's loss; cache it for `train --tuned`.
     Tune(Box<tune::TuneArgs>),
 }
@@ -41,5 +44,6 @@ pub fn run() -> anyhow::Result<()> {
         Command::Bench(a) => bench::run(*a),
         Command::Doctor(a) => doctor::run(a),
         Command::Tune(a) => tune::run(*a),
+        Command::Predict(a) => predict::run(a),
     }
 }

@@ -4,13 +4,17 @@
 use super::progress::Display;
 use crate::backend::devices::Inventory;
 use crate::backend::{dispatch, select, BackendKind};
-use crate::config::{
-    Activation, EngineKind, Loss, ModelSpec, OptimizerKind, Precision, Schedule, TrainConfig,
-};
+use crate::config::EngineKind;
+use crate::engine::checkpoint;
+use crate::engine::run::Control;
 use crate::io::write_atomic;
+use crate::model::{reference, Params};
 use crate::record::RunRecord;
+use crate::task::Task;
 use crate::tune::cache;
+use crate::userdata;
 use clap::Args;
+pub use ferrofit_spec::args::JobArgs;
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -40,110 +44,63 @@ pub struct TrainArgs {
     /// Tuned-configuration cache (default: $XDG_DATA_HOME/ferrofit/tuned.json).
     #[arg(long)]
     tune_cache: Option<PathBuf>,
-}
-
-/// The job's knobs, shared by `train` and `bench`; defaults are the field report's seed job.
-#[derive(Args, Debug, Clone)]
-pub struct JobArgs {
-    /// Built-in target function: x2-noise (the report's), sin, step, gauss-bumps.
-    #[arg(long, default_value = "x2-noise")]
-    task: String,
-    /// Number of points.
-    #[arg(long, default_value_t = 1_000_000)]
-    n: usize,
-    /// Width of each hidden layer.
-    #[arg(long, default_value_t = 10)]
-    hidden: usize,
-    /// Number of hidden layers.
-    #[arg(long, default_value_t = 1)]
-    layers: usize,
-    #[arg(long, value_enum, default_value = "relu")]
-    activation: Activation,
-    #[arg(long, value_enum, default_value = "mse")]
-    loss: Loss,
-    #[arg(long, value_enum, default_value = "sgd")]
-    optimizer: OptimizerKind,
-    /// Learning rate (default: 0.2 for sgd, 0.05 for momentum, 0.02 for adam/adamw).
-    #[arg(long)]
-    lr: Option<f64>,
-    #[arg(long, default_value_t = 0.0)]
-    weight_decay: f64,
-    #[arg(long, value_enum, default_value = "constant")]
-    schedule: Schedule,
-    /// Optimizer steps.
-    #[arg(long, default_value_t = 100)]
-    steps: usize,
-    /// Points per micro-batch (default: the full batch).
-    #[arg(long)]
-    batch_size: Option<usize>,
-    /// Micro-batches per optimizer step (gradient accumulation).
-    #[arg(long, default_value_t = 1)]
-    accumulate: usize,
-    /// Compute precision; weights stay f32, f16 uses dynamic loss scaling.
-    #[arg(long, value_enum, default_value = "f32")]
-    precision: Precision,
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    /// Stop as soon as the loss is at or below this.
-    #[arg(long)]
-    target_loss: Option<f64>,
-    /// Make the data on the host and upload it, instead of creating it on the device.
-    #[arg(long)]
-    host_data: bool,
-    /// Read the loss back every K steps (default: ~20 points over the run).
-    #[arg(long)]
-    log_every: Option<usize>,
-    /// GPU fused kernel: points per thread before more workgroups launch (default 16).
-    #[arg(long)]
-    points_per_unit: Option<usize>,
-    /// Stop after this many seconds (checked whenever the loss is read back).
-    #[arg(long)]
-    max_seconds: Option<f64>,
-}
-
-impl JobArgs {
-    /// The run configuration these arguments describe.
-    pub fn config(&self) -> TrainConfig {
-        let lr = self.lr.unwrap_or(match self.optimizer {
-            OptimizerKind::Sgd => 0.2,
-            OptimizerKind::Momentum => 0.05,
-            OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
-        });
-        TrainConfig {
-            task: self.task.clone(),
-            n: self.n,
-            model: ModelSpec {
-                inputs: 1,
-                hidden: self.hidden,
-                layers: self.layers,
-                outputs: 1,
-                activation: self.activation,
-            },
-            loss: self.loss,
-            optimizer: self.optimizer,
-            lr,
-            weight_decay: self.weight_decay,
-            schedule: self.schedule,
-            steps: self.steps,
-            batch_size: self.batch_size,
-            accumulate: self.accumulate,
-            precision: self.precision,
-            seed: self.seed,
-            target_loss: self.target_loss,
-            data_on_device: !self.host_data,
-            log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
-            points_per_unit: self.points_per_unit,
-            max_seconds: self.max_seconds,
-        }
-    }
+    /// Continue the run whose --out folder this is, from its newest good
+    /// checkpoint, with the configuration saved there.
+    #[arg(long, conflicts_with = "tuned")]
+    resume: Option<PathBuf>,
 }
 
 /// Runs `train`.
 pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let mut cfg = a.job.config();
     cfg.validate()?;
+    let resume = match &a.resume {
+        Some(dir) => {
+            let (c, notes) = checkpoint::latest(&checkpoint::folder(dir))?;
+            for n in notes {
+                eprintln!("warning: {n}");
+            }
+            eprintln!(
+                "resuming {} at step {}/{} (the configuration saved with the checkpoint)",
+                dir.display(),
+                c.step,
+                c.config.steps
+            );
+            cfg = c.config.clone();
+            Some(c)
+        }
+        None => None,
+    };
+    let out = a.out.clone().or_else(|| a.resume.clone());
+    if cfg.checkpoint_every.is_some() && out.is_none() {
+        anyhow::bail!(crate::FerroError::arg(
+            "checkpoint-every",
+            cfg.checkpoint_every.unwrap_or(0),
+            "checkpoints go into the output folder: add --out DIR"
+        ));
+    }
+    let user = cfg
+        .csv
+        .as_ref()
+        .map(|c| userdata::load(c, cfg.seed))
+        .transpose()?;
+    if let Some(u) = &user {
+        cfg.n = u.train.len();
+        cfg.model.inputs = u.train.inputs;
+        cfg.model.outputs = u.train.outputs;
+        cfg.data_on_device = false;
+    }
     let inv = Inventory::probe();
-    let target = select::select(&inv, a.backend, a.device)?;
+    // A resume continues on the device that wrote the checkpoint unless --backend says otherwise.
+    let (kind, index) = match (&resume, a.backend) {
+        (Some(c), BackendKind::Auto) => (
+            <BackendKind as clap::ValueEnum>::from_str(&c.device.0, true)
+                .unwrap_or(BackendKind::Auto),
+            a.device.or(Some(c.device.1)),
+        ),
+        _ => (a.backend, a.device),
+    };
+    let target = select::select(&inv, kind, index)?;
     let mut engine = a.engine;
     if a.tuned {
         let path = a.tune_cache.clone().unwrap_or_else(cache::default_path);
@@ -173,10 +130,58 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         );
     }
     let mut display = Display::new(cfg.steps, a.json);
-    let result = dispatch::train(&target, &cfg, engine, &mut display);
+    let ctl = Control {
+        device: (target.kind.name().to_string(), target.info.index),
+        start_step: resume.as_ref().map_or(0, |c| c.step),
+        checkpoints: out
+            .as_ref()
+            .filter(|_| cfg.checkpoint_every.is_some() || resume.is_some())
+            .map(|d| checkpoint::folder(d)),
+    };
+    if ctl.checkpoints.is_some() {
+        crate::interrupt::install();
+    }
+    let init = resume
+        .as_ref()
+        .map_or_else(|| Params::init(&cfg.model, cfg.seed), |c| c.params.clone());
+    let host = match &user {
+        Some(u) => Some(u.train.clone()),
+        None if !cfg.data_on_device => Some(Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed)),
+        None => None,
+    };
+    let result = dispatch::train_controlled(
+        &target,
+        &cfg,
+        engine,
+        init,
+        host,
+        &mut display,
+        &ctl,
+        resume.as_ref().map(|c| &c.opt),
+    );
     display.finish();
-    let r = result?;
-    let record = RunRecord::new(
+    let r = match result {
+        Err(e @ crate::FerroError::Diverged { .. }) => match &ctl.checkpoints {
+            Some(dir) => anyhow::bail!(
+                "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
+                dir.display()
+            ),
+            None => anyhow::bail!(e),
+        },
+        Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
+            // Perhaps too large for the device: find what fits and say so.
+            eprintln!("training failed; probing the largest N this device takes ...");
+            match crate::doctor::checks::probe_limit(&target, &cfg, cfg.n) {
+                Some(l) if l.fits > 0 => anyhow::bail!(
+                    "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
+                    target.label(), l.fits, l.fits
+                ),
+                _ => anyhow::bail!(e),
+            }
+        }
+        other => other?,
+    };
+    let mut record = RunRecord::new(
         target.label(),
         target.info.clone(),
         r.engine,
@@ -184,8 +189,15 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         &cfg,
         r.outcome,
     );
-    if let Some(dir) = &a.out {
-        let meta = HashMap::from([
+    if let Some(u) = &user {
+        record.validation_loss = u
+            .val
+            .as_ref()
+            .map(|v| reference::loss_and_grad(&r.params, v, cfg.model.activation, cfg.loss).0);
+        record.normalization = Some(u.norm.clone());
+    }
+    if let Some(dir) = &out {
+        let mut meta = HashMap::from([
             (
                 "activation".to_string(),
                 serde_json::to_value(cfg.model.activation)?
@@ -195,6 +207,9 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             ),
             ("format".to_string(), "ferrofit-mlp-v1".to_string()),
         ]);
+        if let Some(n) = &record.normalization {
+            meta.insert("normalization".into(), serde_json::to_string(n)?);
+        }
         crate::save::save(&r.params, &dir.join("model.safetensors"), meta)?;
         write_atomic(
             &dir.join("run.json"),
@@ -211,7 +226,10 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",
             record.steps, record.backend, record.engine, record.precision, record.final_loss, record.train_seconds, record.steps_per_second, record.first_step_seconds
         );
-        if let Some(dir) = &a.out {
+        if let Some(v) = record.validation_loss {
+            println!("validation loss {v:.6} (held-out rows, standardised units)");
+        }
+        if let Some(dir) = &out {
             println!("saved {}", dir.display());
         }
     }

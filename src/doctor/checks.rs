@@ -244,17 +244,30 @@ pub fn half_precision(t: &dyn Subject) -> Finding {
 /// Smallest N the memory probe starts from.
 const PROBE_START: usize = 1 << 16;
 
-/// Pitfall 4 (large batches crash): the largest full batch one step runs on,
-/// found by doubling N up to `max_n`, then halving the gap to the first
-/// failure. Allocation failures and backend panics come back as errors, so
-/// the probe never takes the process down.
-pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
-    const CHECK: &str = "largest N";
+/// Where one full-batch step stops fitting.
+#[derive(Clone, Debug)]
+pub struct Limit {
+    /// Largest N that ran (0: none did).
+    pub fits: usize,
+    /// Smallest N seen to fail.
+    pub fails: usize,
+    /// The failure's message.
+    pub why: String,
+}
+
+/// Doubles N from 2^16 up to `max_n` until a one-step run fails, then halves
+/// the gap to 1/16. `None` when every N up to `max_n` ran. Allocation
+/// failures and backend panics come back as errors, never a crash.
+pub fn probe_limit(t: &dyn Subject, base: &TrainConfig, max_n: usize) -> Option<Limit> {
     let fits = |n: usize| -> Result<(), String> {
         let cfg = TrainConfig {
             n,
             steps: 1,
-            ..small()
+            log_every: 1,
+            batch_size: None,
+            accumulate: 1,
+            checkpoint_every: None,
+            ..base.clone()
         };
         // A backend that panics instead of returning an error counts as "does not fit".
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(t, &cfg))) {
@@ -264,27 +277,16 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
     };
     let mut ok = 0usize;
     let mut n = PROBE_START.min(max_n.max(1));
-    let mut failure = None;
-    while n <= max_n {
+    let (mut bad, why) = loop {
         match fits(n) {
             Ok(()) => ok = n,
-            Err(e) => {
-                failure = Some((n, e));
-                break;
-            }
+            Err(e) => break (n, e),
         }
-        if n == max_n {
-            break;
+        if n >= max_n {
+            return None;
         }
         n = (n * 2).min(max_n);
-    }
-    let Some((mut bad, why)) = failure else {
-        return Finding::pass(
-            CHECK,
-            format!("one full-batch step fits at every N tried, up to {ok} (the probe's cap; raise it with --max-n)"),
-        );
     };
-    // Narrow the gap between the last N that fit and the first that failed to 1/16.
     while ok > 0 && bad - ok > ok / 16 {
         let mid = ok + (bad - ok) / 2;
         match fits(mid) {
@@ -292,6 +294,30 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
             Err(_) => bad = mid,
         }
     }
+    Some(Limit {
+        fits: ok,
+        fails: bad,
+        why,
+    })
+}
+
+/// Pitfall 4 (large batches crash): the largest full batch one step runs on,
+/// found by doubling N up to `max_n`, then halving the gap to the first
+/// failure. Allocation failures and backend panics come back as errors, so
+/// the probe never takes the process down.
+pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
+    const CHECK: &str = "largest N";
+    let Some(Limit {
+        fits: ok,
+        fails: bad,
+        why,
+    }) = probe_limit(t, &small(), max_n)
+    else {
+        return Finding::pass(
+            CHECK,
+            format!("one full-batch step fits at every N tried, up to {max_n} (the probe's cap; raise it with --max-n)"),
+        );
+    };
     let why: String = why.chars().take(160).collect();
     if ok == 0 {
         return Finding::bad(

@@ -4,6 +4,7 @@
 //! knows how to do one micro-batch and one optimizer step. The loop that drives
 //! it (schedule, accumulation, logging, early stop) is shared: [`run::train`].
 
+pub mod checkpoint;
 pub mod fused;
 pub mod general;
 pub mod run;
@@ -11,6 +12,7 @@ pub mod run;
 use crate::batches::Batch;
 use crate::error::Result;
 use crate::model::Params;
+use checkpoint::OptState;
 
 /// One engine on one device, holding model, optimizer state and data.
 pub trait StepEngine {
@@ -28,5 +30,26 @@ pub trait StepEngine {
     /// Loss-scaling events so far (skipped steps), for mixed precision.
     fn skipped_steps(&self) -> usize {
         0
+    }
+    /// True when [`StepEngine::last_loss`] costs no device round trip, so the
+    /// loop can check every step for NaN/Inf.
+    fn loss_is_free(&self) -> bool {
+        false
+    }
+    /// The optimizer's state, for checkpoints.
+    fn optimizer_state(&mut self) -> Result<OptState> {
+        Err(no_checkpoints())
+    }
+    /// Restores a checkpoint's optimizer state (weights are given at creation).
+    fn load_optimizer_state(&mut self, _state: &OptState) -> Result<()> {
+        Err(no_checkpoints())
+    }
+}
+
+fn no_checkpoints() -> crate::FerroError {
+    crate::FerroError::OutsideEnvelope {
+        reason:
+            "checkpoints (--checkpoint-every, --resume) need the fused engine's optimizer state"
+                .into(),
     }
 }

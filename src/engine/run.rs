@@ -1,12 +1,14 @@
 //! The training loop shared by every engine: schedule, accumulation, logging,
 //! early stop on a target loss, and timing between device synchronisations.
 
+use super::checkpoint::{self, Checkpoint};
 use super::StepEngine;
 use crate::batches::BatchPlan;
 use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
 use crate::schedule::lr_at;
 use serde::Serialize;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// A point on the loss curve.
@@ -41,19 +43,67 @@ impl Progress for () {
     fn update(&mut self, _: usize, _: Option<f64>) {}
 }
 
-/// Trains `engine` as `cfg` says.
+/// Where a run starts and where it keeps checkpoints.
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    /// Steps already done (a resumed run starts here).
+    pub start_step: usize,
+    /// Folder for `cfg.checkpoint_every` checkpoints (and one on Ctrl-C).
+    pub checkpoints: Option<PathBuf>,
+    /// Backend name and device index, recorded in checkpoints.
+    pub device: (String, usize),
+}
+
+/// Trains `engine` as `cfg` says, from step 0, without checkpoints.
 pub fn train(
     engine: &mut dyn StepEngine,
     cfg: &TrainConfig,
     progress: &mut dyn Progress,
 ) -> Result<TrainOutcome> {
+    train_with(engine, cfg, progress, &Control::default())
+}
+
+/// Writes a checkpoint after `done` steps, refusing non-finite weights.
+fn save_checkpoint(
+    engine: &mut dyn StepEngine,
+    cfg: &TrainConfig,
+    ctl: &Control,
+    dir: &Path,
+    done: usize,
+) -> Result<PathBuf> {
+    let loss = engine.last_loss()?;
+    if !loss.is_finite() {
+        return Err(FerroError::Diverged {
+            step: done - 1,
+            value: loss as f32,
+        });
+    }
+    checkpoint::write(
+        dir,
+        &Checkpoint {
+            step: done,
+            config: cfg.clone(),
+            params: engine.params()?,
+            opt: engine.optimizer_state()?,
+            device: ctl.device.clone(),
+        },
+    )
+}
+
+/// Trains `engine` as `cfg` says, from `ctl.start_step`, writing checkpoints.
+pub fn train_with(
+    engine: &mut dyn StepEngine,
+    cfg: &TrainConfig,
+    progress: &mut dyn Progress,
+    ctl: &Control,
+) -> Result<TrainOutcome> {
     let mut plan = BatchPlan::new(cfg);
     let mut curve = Vec::new();
     let mut first_step_seconds = 0.0;
     let mut reached_target = false;
-    let mut steps_done = 0;
+    let mut steps_done = ctl.start_step;
     let start = Instant::now();
-    for step in 0..cfg.steps {
+    for step in ctl.start_step..cfg.steps {
         let batches: Vec<_> = (0..plan.accumulate())
             .map(|k| plan.batch(step, k))
             .collect();
@@ -63,9 +113,35 @@ pub fn train(
         }
         engine.apply(lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
         steps_done = step + 1;
-        if step == 0 {
+        if step == ctl.start_step {
             engine.sync()?;
             first_step_seconds = start.elapsed().as_secs_f64();
+        }
+        // NaN/Inf guard: every step where reading the loss is free (CPU),
+        // else at each log point and before each checkpoint.
+        if engine.loss_is_free() && engine.skipped_steps() == 0 {
+            let l = engine.last_loss()?;
+            if !l.is_finite() {
+                return Err(FerroError::Diverged {
+                    step,
+                    value: l as f32,
+                });
+            }
+        }
+        if let Some(dir) = &ctl.checkpoints {
+            let due = cfg
+                .checkpoint_every
+                .is_some_and(|k| steps_done.is_multiple_of(k) && steps_done < cfg.steps);
+            if crate::interrupt::requested() {
+                let path = save_checkpoint(engine, cfg, ctl, dir, steps_done)?;
+                return Err(FerroError::Interrupted {
+                    step: steps_done,
+                    saved: path.display().to_string(),
+                });
+            }
+            if due {
+                save_checkpoint(engine, cfg, ctl, dir, steps_done)?;
+            }
         }
         let last = step + 1 == cfg.steps;
         let mut loss = None;

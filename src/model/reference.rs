@@ -6,6 +6,33 @@ use super::{activation, loss, Params};
 use crate::config::{Activation, Loss};
 use crate::task::Dataset;
 
+/// The model's outputs for row-major inputs `x` (`points × fan_in`), in float64.
+pub fn predict(p: &Params, act: Activation, x: &[f32]) -> Vec<f32> {
+    let fan_in = p.layers[0].fan_in;
+    let last = p.layers.len() - 1;
+    x.chunks_exact(fan_in)
+        .flat_map(|row| {
+            let mut a: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+            for (li, l) in p.layers.iter().enumerate() {
+                a = (0..l.fan_out)
+                    .map(|o| {
+                        let z = l.b[o] as f64
+                            + (0..l.fan_in)
+                                .map(|k| l.w[o * l.fan_in + k] as f64 * a[k])
+                                .sum::<f64>();
+                        if li == last {
+                            z
+                        } else {
+                            activation::apply(act, z)
+                        }
+                    })
+                    .collect();
+            }
+            a.into_iter().map(|v| v as f32)
+        })
+        .collect()
+}
+
 /// Mean loss over all points and outputs, and its gradient (flattened like
 /// [`Params::flatten`]), in float64.
 pub fn loss_and_grad(p: &Params, data: &Dataset, act: Activation, lossk: Loss) -> (f64, Vec<f64>) {

@@ -5,6 +5,7 @@ use super::cpu_kernel;
 use super::optim::FlatOptimizer;
 use crate::batches::Batch;
 use crate::config::TrainConfig;
+use crate::engine::checkpoint::OptState;
 use crate::engine::StepEngine;
 use crate::error::Result;
 use crate::model::Params;
@@ -39,6 +40,23 @@ impl CpuFused {
     }
 }
 
+/// Scales each tensor's slice of the flat gradient (weight, then bias, per
+/// layer — [`Params::flatten`] order) down to L2 norm `max`, as Burn's `Norm`
+/// clipping does.
+pub fn clip_per_tensor(p: &Params, g: &mut [f32], max: f32) {
+    let mut at = 0;
+    for l in &p.layers {
+        for len in [l.w.len(), l.b.len()] {
+            let t = &mut g[at..at + len];
+            let norm = t.iter().map(|v| v * v).sum::<f32>().sqrt();
+            if norm > max {
+                t.iter_mut().for_each(|v| *v *= max / norm);
+            }
+            at += len;
+        }
+    }
+}
+
 impl StepEngine for CpuFused {
     fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
         let denom = (count * self.data.outputs) as f32;
@@ -59,7 +77,10 @@ impl StepEngine for CpuFused {
     }
 
     fn apply(&mut self, lr: f64) -> Result<()> {
-        let g: Vec<f32> = self.grad.iter().map(|&v| v as f32).collect();
+        let mut g: Vec<f32> = self.grad.iter().map(|&v| v as f32).collect();
+        if let Some(max) = self.cfg.clip_grad {
+            clip_per_tensor(&self.params, &mut g, max as f32);
+        }
         self.optim.step(&mut self.flat, &g, lr);
         self.params = self.params.with_flat(&self.flat);
         self.grad.iter_mut().for_each(|v| *v = 0.0);
@@ -77,5 +98,17 @@ impl StepEngine for CpuFused {
 
     fn params(&mut self) -> Result<Params> {
         Ok(self.params.clone())
+    }
+
+    fn loss_is_free(&self) -> bool {
+        true
+    }
+
+    fn optimizer_state(&mut self) -> Result<OptState> {
+        Ok(self.optim.state())
+    }
+
+    fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
+        self.optim.load(s)
     }
 }

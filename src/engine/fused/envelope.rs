@@ -51,6 +51,11 @@ pub fn check(cfg: &TrainConfig) -> Result<()> {
 pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
     use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
     check(cfg)?;
+    if cfg.clip_grad.is_some() {
+        return Err(FerroError::OutsideEnvelope {
+            reason: "the GPU kernel has no gradient clipping (--clip-grad)".into(),
+        });
+    }
     let m = &cfg.model;
     let params = m.parameter_count();
     if m.layers != 1 || m.hidden > MAX_GPU_HIDDEN || params > MAX_GPU_PARAMS {

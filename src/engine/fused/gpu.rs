@@ -8,6 +8,7 @@ use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS};
 use super::optim::{BETA1, BETA2};
 use crate::batches::Batch;
 use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
+use crate::engine::checkpoint::OptState;
 use crate::engine::StepEngine;
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -232,5 +233,28 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
 
     fn params(&mut self) -> Result<Params> {
         Ok(self.template.with_flat(&self.read(&self.params, self.np)?))
+    }
+
+    fn optimizer_state(&mut self) -> Result<OptState> {
+        if self.pending.is_some() {
+            self.reduce(false, 0.0);
+        }
+        Ok(OptState {
+            m: self.read(&self.m, self.np)?,
+            v: self.read(&self.v, self.np)?,
+            t: self.step,
+        })
+    }
+
+    fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
+        let pad = |v: &[f32]| {
+            let mut out = v.to_vec();
+            out.resize(self.np + 1, 0.0);
+            out
+        };
+        self.m = self.client.create_from_slice(pod_bytes(&pad(&s.m)));
+        self.v = self.client.create_from_slice(pod_bytes(&pad(&s.v)));
+        self.step = s.t;
+        Ok(())
     }
 }

@@ -38,6 +38,36 @@ impl FlatOptimizer {
         }
     }
 
+    /// The state, for checkpoints.
+    pub fn state(&self) -> crate::engine::checkpoint::OptState {
+        crate::engine::checkpoint::OptState {
+            m: self.m.clone(),
+            v: self.v.clone(),
+            t: self.t,
+        }
+    }
+
+    /// Restores a state from [`FlatOptimizer::state`] of the same optimizer and size.
+    pub fn load(&mut self, s: &crate::engine::checkpoint::OptState) -> crate::Result<()> {
+        // SGD keeps no state: whatever a checkpoint carries for it is ignored.
+        if self.kind == OptimizerKind::Sgd {
+            self.t = s.t;
+            return Ok(());
+        }
+        if s.m.len() != self.m.len() || (!self.v.is_empty() && s.v.len() != self.v.len()) {
+            return Err(crate::FerroError::File {
+                path: "checkpoint".into(),
+                detail: "its optimizer state does not fit this optimizer and model".into(),
+            });
+        }
+        self.m.clone_from(&s.m);
+        if !self.v.is_empty() {
+            self.v.clone_from(&s.v);
+        }
+        self.t = s.t;
+        Ok(())
+    }
+
     /// One update of `p` with gradient `g` at learning rate `lr`.
     pub fn step(&mut self, p: &mut [f32], g: &[f32], lr: f64) {
         let lr = lr as f32;

@@ -11,6 +11,7 @@ use crate::engine::StepEngine;
 use crate::error::Result;
 use crate::model::Params;
 use crate::task::{Dataset, Task};
+use burn::grad_clipping::GradientClippingConfig;
 use burn::module::AutodiffModule;
 use burn::optim::adaptor::OptimizerAdaptor;
 use burn::optim::decay::WeightDecayConfig;
@@ -30,13 +31,20 @@ enum AnyOptim<B: AutodiffBackend> {
 }
 
 impl<B: AutodiffBackend> AnyOptim<B> {
-    fn new(kind: OptimizerKind, wd: f64) -> Self {
+    fn new(kind: OptimizerKind, wd: f64, clip: Option<f64>) -> Self {
         let decay = (wd > 0.0).then(|| WeightDecayConfig::new(wd as f32));
+        let clip = clip.map(|c| GradientClippingConfig::Norm(c as f32));
         match kind {
-            OptimizerKind::Sgd => AnyOptim::Sgd(SgdConfig::new().with_weight_decay(decay).init()),
+            OptimizerKind::Sgd => AnyOptim::Sgd(
+                SgdConfig::new()
+                    .with_weight_decay(decay)
+                    .with_gradient_clipping(clip)
+                    .init(),
+            ),
             OptimizerKind::Momentum => AnyOptim::Sgd(
                 SgdConfig::new()
                     .with_weight_decay(decay)
+                    .with_gradient_clipping(clip)
                     .with_momentum(Some(
                         MomentumConfig::new()
                             .with_momentum(MOMENTUM as f64)
@@ -50,6 +58,7 @@ impl<B: AutodiffBackend> AnyOptim<B> {
                     .with_beta_2(BETA2)
                     .with_epsilon(EPSILON)
                     .with_weight_decay(decay)
+                    .with_grad_clipping(clip)
                     .init(),
             ),
             OptimizerKind::Adamw => AnyOptim::AdamW(
@@ -58,6 +67,7 @@ impl<B: AutodiffBackend> AnyOptim<B> {
                     .with_beta_2(BETA2)
                     .with_epsilon(EPSILON)
                     .with_weight_decay(wd as f32)
+                    .with_grad_clipping(clip)
                     .init(),
             ),
         }
@@ -99,7 +109,7 @@ impl<B: AutodiffBackend> GeneralEngine<B> {
         };
         Ok(GeneralEngine {
             model: Some(Mlp::from_params(init, device)),
-            optim: AnyOptim::new(cfg.optimizer, cfg.weight_decay),
+            optim: AnyOptim::new(cfg.optimizer, cfg.weight_decay, cfg.clip_grad),
             data,
             accum: GradientsAccumulator::new(),
             loss_sum: None,

@@ -35,8 +35,11 @@ pub enum FerroError {
     #[error("the fused engine does not support this model: {reason}. Use --engine general (or --engine auto to fall back automatically)")]
     OutsideEnvelope { reason: String },
     /// Training produced a non-finite loss.
-    #[error("the loss became {value} at step {step}: lower --lr, use --precision bf16, or use --optimizer adam")]
+    #[error("the loss became {value} at step {step}: lower --lr, use --precision bf16, --optimizer adam, or --clip-grad 1.0")]
     Diverged { step: usize, value: f32 },
+    /// The user pressed Ctrl-C; a checkpoint was written first.
+    #[error("stopped at step {step} (Ctrl-C); checkpoint written to {saved}: continue with `ferrofit train --resume DIR`")]
+    Interrupted { step: usize, saved: String },
     /// Reading or writing a file failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -48,12 +51,27 @@ pub enum FerroError {
     /// A file ferrofit keeps (a cache, a checkpoint) is missing an entry or damaged.
     #[error("{path}: {detail}")]
     File { path: String, detail: String },
+    /// A user data file is malformed; `line` is 1-based (0: the whole file).
+    #[error("{path}{}: {detail}", at_line(*.line))]
+    Data {
+        path: String,
+        line: usize,
+        detail: String,
+    },
     /// Rasterising a plot failed.
     #[error("drawing the plot: {0}. Ask for an .svg file instead")]
     Plot(String),
     /// Anything a model file can get wrong.
     #[error("model file {path}: {detail}")]
     ModelFile { path: String, detail: String },
+}
+
+fn at_line(line: usize) -> String {
+    if line > 0 {
+        format!(" line {line}")
+    } else {
+        String::new()
+    }
 }
 
 /// Shorthand for results in ferrofit.

@@ -30,6 +30,8 @@ pub mod stream {
     pub const INIT: u64 = 100;
     /// Mini-batch shuffling (offset by the epoch).
     pub const SHUFFLE: u64 = 10_000;
+    /// The validation split of user data.
+    pub const SPLIT: u64 = 5_000;
 }
 
 #[cfg(test)]

@@ -132,6 +132,29 @@ pub struct TrainConfig {
     /// checked when the loss is read back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<f64>,
+    /// Clip each parameter tensor's gradient to this L2 norm (Burn's `Norm` clipping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_grad: Option<f64>,
+    /// Write a resumable checkpoint every this many steps (needs an output folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<usize>,
+    /// User data instead of a built-in task (`task` is then `csv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csv: Option<CsvSpec>,
+}
+
+/// Where user data comes from and which columns are which.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CsvSpec {
+    pub path: String,
+    /// Input columns: comma-separated names or 0-based indices.
+    pub inputs: String,
+    /// Target columns, the same way.
+    pub targets: String,
+    /// Fraction of rows held out for validation (shuffled with the seed).
+    pub val_split: f64,
+    /// `None`: detected from the first line.
+    pub delimiter: Option<char>,
 }
 
 impl Default for TrainConfig {
@@ -162,6 +185,9 @@ impl Default for TrainConfig {
             log_every: 1,
             points_per_unit: None,
             max_seconds: None,
+            clip_grad: None,
+            checkpoint_every: None,
+            csv: None,
         }
     }
 }
@@ -270,7 +296,43 @@ impl TrainConfig {
                 ));
             }
         }
-        crate::task::Task::parse(&self.task)?;
+        if let Some(c) = self.clip_grad {
+            if !(c.is_finite() && c > 0.0) {
+                return Err(FerroError::arg(
+                    "clip-grad",
+                    c,
+                    "the largest gradient norm must be a finite number > 0, e.g. --clip-grad 1.0",
+                ));
+            }
+        }
+        if self.checkpoint_every == Some(0) {
+            return Err(FerroError::arg(
+                "checkpoint-every",
+                0,
+                "checkpoint every K >= 1 steps, or leave it out",
+            ));
+        }
+        match &self.csv {
+            Some(c) => {
+                if !(0.0..=0.9).contains(&c.val_split) {
+                    return Err(FerroError::arg(
+                        "val-split",
+                        c.val_split,
+                        "hold out a fraction between 0 and 0.9 of the rows (e.g. 0.1)",
+                    ));
+                }
+                if c.inputs.trim().is_empty() || c.targets.trim().is_empty() {
+                    return Err(FerroError::arg(
+                        "csv",
+                        &c.path,
+                        "say which columns to use: --inputs COLS --target COLS (names or 0-based indices)",
+                    ));
+                }
+            }
+            None => {
+                crate::task::Task::parse(&self.task)?;
+            }
+        }
         Ok(())
     }
 }

@@ -1,0 +1,138 @@
+//! The job's command-line knobs, shared by `train`, `bench` and `tune`: clap
+//! parses them, [`JobArgs::config`] turns them into a [`TrainConfig`]. Kept here,
+//! beside the configuration, so the fuzz target can drive the real parser.
+
+use crate::config::{
+    Activation, CsvSpec, Loss, ModelSpec, OptimizerKind, Precision, Schedule, TrainConfig,
+};
+use clap::Args;
+
+/// The job's knobs, shared by `train` and `bench`; defaults are the field report's seed job.
+#[derive(Args, Debug, Clone)]
+pub struct JobArgs {
+    /// Built-in target function: x2-noise (the report's), sin, step, gauss-bumps.
+    #[arg(long, default_value = "x2-noise")]
+    task: String,
+    /// Number of points.
+    #[arg(long, default_value_t = 1_000_000)]
+    n: usize,
+    /// Width of each hidden layer.
+    #[arg(long, default_value_t = 10)]
+    hidden: usize,
+    /// Number of hidden layers.
+    #[arg(long, default_value_t = 1)]
+    layers: usize,
+    #[arg(long, value_enum, default_value = "relu")]
+    activation: Activation,
+    #[arg(long, value_enum, default_value = "mse")]
+    loss: Loss,
+    #[arg(long, value_enum, default_value = "sgd")]
+    optimizer: OptimizerKind,
+    /// Learning rate (default: 0.2 for sgd, 0.05 for momentum, 0.02 for adam/adamw).
+    #[arg(long)]
+    lr: Option<f64>,
+    #[arg(long, default_value_t = 0.0)]
+    weight_decay: f64,
+    #[arg(long, value_enum, default_value = "constant")]
+    schedule: Schedule,
+    /// Optimizer steps.
+    #[arg(long, default_value_t = 100)]
+    steps: usize,
+    /// Points per micro-batch (default: the full batch).
+    #[arg(long)]
+    batch_size: Option<usize>,
+    /// Micro-batches per optimizer step (gradient accumulation).
+    #[arg(long, default_value_t = 1)]
+    accumulate: usize,
+    /// Compute precision; weights stay f32, f16 uses dynamic loss scaling.
+    #[arg(long, value_enum, default_value = "f32")]
+    precision: Precision,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Stop as soon as the loss is at or below this.
+    #[arg(long)]
+    target_loss: Option<f64>,
+    /// Make the data on the host and upload it, instead of creating it on the device.
+    #[arg(long)]
+    host_data: bool,
+    /// Read the loss back every K steps (default: ~20 points over the run).
+    #[arg(long)]
+    log_every: Option<usize>,
+    /// GPU fused kernel: points per thread before more workgroups launch (default 16).
+    #[arg(long)]
+    points_per_unit: Option<usize>,
+    /// Stop after this many seconds (checked whenever the loss is read back).
+    #[arg(long)]
+    max_seconds: Option<f64>,
+    /// Clip each parameter tensor's gradient to this L2 norm.
+    #[arg(long)]
+    clip_grad: Option<f64>,
+    /// Write a resumable checkpoint every K steps into the --out folder.
+    #[arg(long)]
+    checkpoint_every: Option<usize>,
+    /// Train on a CSV file instead of a built-in task (needs --inputs and --target).
+    #[arg(long)]
+    csv: Option<String>,
+    /// CSV input columns: comma-separated names or 0-based indices.
+    #[arg(long, default_value = "")]
+    inputs: String,
+    /// CSV target columns, the same way.
+    #[arg(long, default_value = "")]
+    target: String,
+    /// Fraction of CSV rows held out for validation.
+    #[arg(long, default_value_t = 0.1)]
+    val_split: f64,
+    /// CSV delimiter (default: detected among , ; and tab).
+    #[arg(long)]
+    delimiter: Option<char>,
+}
+
+impl JobArgs {
+    /// The run configuration these arguments describe.
+    pub fn config(&self) -> TrainConfig {
+        let lr = self.lr.unwrap_or(match self.optimizer {
+            OptimizerKind::Sgd => 0.2,
+            OptimizerKind::Momentum => 0.05,
+            OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
+        });
+        TrainConfig {
+            task: if self.csv.is_some() {
+                "csv".into()
+            } else {
+                self.task.clone()
+            },
+            n: self.n,
+            model: ModelSpec {
+                inputs: 1,
+                hidden: self.hidden,
+                layers: self.layers,
+                outputs: 1,
+                activation: self.activation,
+            },
+            loss: self.loss,
+            optimizer: self.optimizer,
+            lr,
+            weight_decay: self.weight_decay,
+            schedule: self.schedule,
+            steps: self.steps,
+            batch_size: self.batch_size,
+            accumulate: self.accumulate,
+            precision: self.precision,
+            seed: self.seed,
+            target_loss: self.target_loss,
+            data_on_device: !self.host_data,
+            log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
+            points_per_unit: self.points_per_unit,
+            max_seconds: self.max_seconds,
+            clip_grad: self.clip_grad,
+            checkpoint_every: self.checkpoint_every,
+            csv: self.csv.as_ref().map(|path| CsvSpec {
+                path: path.clone(),
+                inputs: self.inputs.clone(),
+                targets: self.target.clone(),
+                val_split: self.val_split,
+                delimiter: self.delimiter,
+            }),
+        }
+    }
+}

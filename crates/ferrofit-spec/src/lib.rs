@@ -1,0 +1,14 @@
+//! ferrofit-spec: what a training job *is*, with no engine attached — the
+//! configuration and its validation, the command-line knobs, the built-in
+//! tasks and their counter-based RNG, the CSV reader for user data, and the
+//! error type. Small and dependency-light so fuzz targets build in seconds.
+
+pub mod args;
+pub mod config;
+pub mod csv;
+pub mod error;
+pub mod rng;
+pub mod task;
+pub mod userdata;
+
+pub use error::{FerroError, Result};

@@ -1,0 +1,348 @@
+//! Robust runs through the binary: CSV data and its errors, predict,
+//! checkpoints surviving kill -9 and Ctrl-C, a damaged checkpoint passed over,
+//! and the NaN guard. Each error class is checked for its message and exit code.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+}
+
+fn ferrofit(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().expect("binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ferrofit-robust-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn final_loss(stdout: &str) -> f64 {
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    v["final_loss"].as_f64().unwrap()
+}
+
+/// y = 2a - b + 0.5 on a grid, as CSV with a header.
+fn write_csv(dir: &Path) -> PathBuf {
+    let mut text = String::from("a,b,y\n");
+    for i in 0..400 {
+        let (a, b) = ((i % 20) as f64 / 10.0, (i / 20) as f64 / 10.0);
+        text += &format!("{a},{b},{}\n", 2.0 * a - b + 0.5);
+    }
+    let p = dir.join("data.csv");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
+    let dir = tmp("csv");
+    let csv = write_csv(&dir);
+    let out = dir.join("run");
+    let (code, stdout, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--inputs",
+        "a,b",
+        "--target",
+        "y",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.02",
+        "--steps",
+        "400",
+        "--json",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert!(v["validation_loss"].as_f64().unwrap() < 0.01, "{stdout}");
+    assert_eq!(v["normalization"]["inputs"], serde_json::json!(["a", "b"]));
+    let (code, stdout, stderr) = ferrofit(&[
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        "--x",
+        "1.0,0.5",
+        "--x",
+        "0.2,1.5",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "a,b,y");
+    for (line, want) in lines[1..].iter().zip([2.0, -0.6]) {
+        let got: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
+        assert!((got - want).abs() < 0.1, "{line} vs {want}");
+    }
+    let pred = dir.join("p.json");
+    let (code, _, stderr) = ferrofit(&[
+        "predict",
+        "--model",
+        out.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--out",
+        pred.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&pred).unwrap()).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 400);
+}
+
+#[test]
+fn malformed_csv_and_predict_inputs_get_file_line_column_and_fix() {
+    let dir = tmp("bad");
+    let cases: [(&str, &str, &str); 6] = [
+        ("", "a", "no rows"),
+        (
+            "a,b\n1,2\n3,x\n",
+            "a",
+            "line 3: column 2 (`b`): `x` is not a number",
+        ),
+        (
+            "a,b\n1,2\n3,inf\n",
+            "a",
+            "line 3: column 2 (`b`): `inf` is not finite",
+        ),
+        (
+            "a,b\n1,2\n3,4,5\n",
+            "a",
+            "line 3: 3 fields where the first line has 2",
+        ),
+        (
+            "a,b\n1,2\n",
+            "c",
+            "has no such column; its 2 columns are a, b",
+        ),
+        (
+            "a;b\n1;2\n",
+            "a",
+            "line 2: 1 fields where the first line has 2",
+        ),
+    ];
+    for (i, (text, inputs, want)) in cases.iter().enumerate() {
+        let p = dir.join(format!("{i}.csv"));
+        std::fs::write(&p, text).unwrap();
+        // Case 5 forces the wrong delimiter: the header splits on `,` into... one field,
+        // so the hint names --delimiter.
+        let mut args = vec![
+            "train",
+            "--csv",
+            p.to_str().unwrap(),
+            "--inputs",
+            inputs,
+            "--target",
+            "b",
+        ];
+        if i == 5 {
+            args = vec![
+                "train",
+                "--csv",
+                p.to_str().unwrap(),
+                "--inputs",
+                "0",
+                "--target",
+                "1",
+                "--delimiter",
+                ",",
+            ];
+            std::fs::write(&p, "a,b\n1;2\n").unwrap();
+        }
+        let (code, _, stderr) = ferrofit(&args);
+        assert_eq!(code, 2, "case {i}: {stderr}");
+        assert!(stderr.contains(want), "case {i}: {stderr}");
+        assert!(!stderr.contains("panicked"), "case {i}: {stderr}");
+    }
+    let (code, _, stderr) = ferrofit(&["predict", "--model", dir.to_str().unwrap(), "--x", "1"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("model.safetensors"), "{stderr}");
+}
+
+/// Waits until `dir` holds a checkpoint file.
+fn wait_for_checkpoint(dir: &Path) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        let found = std::fs::read_dir(dir.join("checkpoints"))
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .any(|e| e.file_name().to_string_lossy().ends_with(".safetensors"))
+            })
+            .unwrap_or(false);
+        if found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("no checkpoint appeared in {}", dir.display());
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_to_the_same_final_loss() {
+    let dir = tmp("kill");
+    let mut backends = vec![("cpu", 0.0)];
+    if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
+        backends.push(("wgpu", 1e-4));
+    }
+    for (backend, tol) in backends {
+        let job = [
+            "--backend",
+            backend,
+            "--n",
+            "100000",
+            "--steps",
+            "3000",
+            "--optimizer",
+            "adam",
+        ];
+        let whole = dir.join(format!("{backend}-whole"));
+        let mut args = vec!["train", "--json", "--out", whole.to_str().unwrap()];
+        args.extend(job);
+        let (code, stdout, stderr) = ferrofit(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let want = final_loss(&stdout);
+        let cut = dir.join(format!("{backend}-cut"));
+        let mut args = vec![
+            "train",
+            "--checkpoint-every",
+            "50",
+            "--out",
+            cut.to_str().unwrap(),
+        ];
+        args.extend(job);
+        let mut child = bin()
+            .args(&args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for_checkpoint(&cut);
+        child.kill().unwrap(); // SIGKILL
+        assert!(!child.wait().unwrap().success());
+        let (code, stdout, stderr) =
+            ferrofit(&["train", "--json", "--resume", cut.to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("resuming"), "{stderr}");
+        let got = final_loss(&stdout);
+        assert!(
+            (got - want).abs() <= tol * want,
+            "{backend}: resumed {got} vs uninterrupted {want}"
+        );
+        // Damage the newest checkpoint: resume passes over it, says so, and still finishes.
+        let ck = cut.join("checkpoints");
+        let mut files: Vec<_> = std::fs::read_dir(&ck)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        std::fs::write(files.last().unwrap(), b"\x00damaged").unwrap();
+        let (code, _, stderr) = ferrofit(&["train", "--json", "--resume", cut.to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        assert!(stderr.contains("using the previous checkpoint"), "{stderr}");
+    }
+}
+
+#[test]
+fn ctrl_c_writes_a_checkpoint_and_stops_cleanly() {
+    let dir = tmp("int");
+    let out = dir.join("run");
+    let child = bin()
+        .args([
+            "train",
+            "--backend",
+            "cpu",
+            "--n",
+            "100000",
+            "--steps",
+            "100000",
+            "--checkpoint-every",
+            "20",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_checkpoint(&out);
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc_kill(child.id() as i32, 2) };
+    let res = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Ctrl-C") && stderr.contains("--resume"),
+        "{stderr}"
+    );
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn a_diverging_run_stops_within_a_step_and_keeps_the_last_good_checkpoint() {
+    let dir = tmp("nan");
+    let out = dir.join("run");
+    let (code, _, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "200",
+        "--lr",
+        "1e6",
+        "--log-every",
+        "100",
+        "--checkpoint-every",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("lower --lr") && stderr.contains("--clip-grad"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("last good checkpoint"), "{stderr}");
+    // Detected at the first non-finite step, not at the next log point (step 99).
+    let step: usize = stderr
+        .split("at step ")
+        .nth(1)
+        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(step < 99, "{stderr}");
+    let (code, _, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "200",
+        "--clip-grad",
+        "0.1",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.01",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+}
