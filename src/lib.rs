@@ -17,6 +17,7 @@ pub mod interrupt;
 pub mod io;
 pub mod model;
 pub mod record;
+pub mod report;
 pub mod save;
 pub mod schedule;
 pub mod tune;

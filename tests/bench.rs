@@ -25,6 +25,7 @@ fn row(name: &str, backend: &str, samples: &[f64]) -> BenchRow {
         reached_target: false,
         steps: 10,
         curve: vec![],
+        step_seconds: vec![],
         relative: None,
         note: None,
     }

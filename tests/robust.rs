@@ -346,3 +346,36 @@ fn a_diverging_run_stops_within_a_step_and_keeps_the_last_good_checkpoint() {
     ]);
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// A job larger than the device takes (lavapipe's largest storage binding
+/// holds 2^25 points) gets an error naming the largest N that fits.
+#[test]
+fn a_job_too_large_for_the_device_names_the_largest_size_that_fits() {
+    if std::env::var("FERROFIT_REQUIRE_WGPU").map_or(true, |v| v != "1") {
+        eprintln!("skipping: needs the lavapipe device (FERROFIT_REQUIRE_WGPU=1)");
+        return;
+    }
+    let (code, _, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "wgpu",
+        "--n",
+        "40000000",
+        "--steps",
+        "1",
+    ]);
+    if code == 0 {
+        eprintln!("this wgpu device holds 4e7 points; nothing to check");
+        return;
+    }
+    assert_eq!(code, 2, "{stderr}");
+    let n: usize = stderr
+        .split("The largest N that fits on ")
+        .nth(1)
+        .and_then(|s| s.split(" is ").nth(1))
+        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no largest N in: {stderr}"));
+    assert!((1 << 16..40_000_000).contains(&n), "{stderr}");
+    assert!(stderr.contains(&format!("--n {n} or less")), "{stderr}");
+}

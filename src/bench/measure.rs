@@ -72,6 +72,7 @@ pub fn measure(
         samples,
         summary,
         step_latency: (!steps.is_empty()).then(|| Summary::of(&steps)),
+        step_seconds: steps.clone(),
         first_step_seconds: Some(warm.first_step_seconds),
         final_loss,
         reached_target: cfg.target_loss.is_some() && reached,

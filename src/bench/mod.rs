@@ -37,6 +37,8 @@ pub struct BenchRow {
     pub steps: usize,
     /// Loss against time from the run synced after every step (empty for peers).
     pub curve: Vec<LossPoint>,
+    /// Each step's seconds in that run (the jitter histogram's data).
+    pub step_seconds: Vec<f64>,
     /// Times faster than the baseline row, and its propagated σ.
     pub relative: Option<(f64, f64)>,
     pub note: Option<String>,

@@ -131,6 +131,7 @@ pub fn parse(stdout: &str, cfg: &TrainConfig) -> (Vec<BenchRow>, Vec<Skipped>) {
             reached_target: false,
             steps: cfg.steps,
             curve: vec![],
+            step_seconds: vec![],
             relative: None,
             note: None,
         });

@@ -50,8 +50,9 @@ pub struct BenchArgs {
     csv: Option<PathBuf>,
     #[arg(long)]
     markdown: Option<PathBuf>,
-    /// Draw bars (median, min … max) and loss-vs-time curves: FILE.svg or FILE.png.
-    #[arg(long)]
+    /// Draw bars (median, min … max) and loss-vs-time curves: FILE.svg or
+    /// FILE.png; `--plot` alone draws the bars in the terminal.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-")]
     plot: Option<PathBuf>,
     /// Bench history database (default: $XDG_DATA_HOME/ferrofit/history.sqlite).
     #[arg(long)]
@@ -88,7 +89,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         json: a.json.clone(),
         csv: a.csv.clone(),
         markdown: a.markdown.clone(),
-        plot: a.plot.clone(),
+        plot: a.plot.clone().filter(|p| p.as_os_str() != "-"),
     };
     // Open the history first, so a bad --db fails before minutes of measuring.
     let mut history = match (a.no_history, &a.compare) {
@@ -125,6 +126,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         exports.write(&rec)?;
     }
     print!("{}", markdown(&rec));
+    if a.plot.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        let bars: Vec<(String, f64)> = rec
+            .rows
+            .iter()
+            .map(|r| (format!("{} · {}", r.name, r.backend), r.summary.median))
+            .collect();
+        println!();
+        print!("{}", crate::report::term::bars(&bars, 50));
+    }
     if let Some(h) = &mut history {
         if a.compare.is_some() {
             let prev = h.previous(&rec)?;

@@ -1,10 +1,12 @@
-//! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor` and `tune`.
+//! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor`, `tune`
+//! and `report`.
 
 mod bench;
 mod devices;
 mod doctor;
 mod predict;
 mod progress;
+mod report;
 mod train;
 mod tune;
 
@@ -31,6 +33,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Run a saved model on new inputs (CSV or --x values).
     Predict(predict::PredictArgs),
+    /// Write one self-contained HTML page from train/bench/doctor JSON records.
+    Report(report::ReportArgs),
     /// Search for the fastest configuration that reaches the job's loss; cache it for `train --tuned`.
     Tune(Box<tune::TuneArgs>),
 }
@@ -45,5 +49,18 @@ pub fn run() -> anyhow::Result<()> {
         Command::Doctor(a) => doctor::run(a),
         Command::Tune(a) => tune::run(*a),
         Command::Predict(a) => predict::run(a),
+        Command::Report(a) => report::run(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every subcommand's flags are unique and well-formed (clap checks at parse
+    /// time only for the subcommand used; this checks them all).
+    #[test]
+    fn every_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
     }
 }

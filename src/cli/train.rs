@@ -14,7 +14,7 @@ use crate::task::Task;
 use crate::tune::cache;
 use crate::userdata;
 use clap::Args;
-pub use ferrofit_spec::args::JobArgs;
+pub use ferrofit_spec::args::{DataArgs, JobArgs};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -32,6 +32,8 @@ pub struct TrainArgs {
     engine: EngineKind,
     #[command(flatten)]
     job: JobArgs,
+    #[command(flatten)]
+    data: DataArgs,
     /// Write model.safetensors and run.json here.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -44,6 +46,9 @@ pub struct TrainArgs {
     /// Tuned-configuration cache (default: $XDG_DATA_HOME/ferrofit/tuned.json).
     #[arg(long)]
     tune_cache: Option<PathBuf>,
+    /// Draw the loss curve in the terminal when done.
+    #[arg(long)]
+    plot: bool,
     /// Continue the run whose --out folder this is, from its newest good
     /// checkpoint, with the configuration saved there.
     #[arg(long, conflicts_with = "tuned")]
@@ -53,6 +58,7 @@ pub struct TrainArgs {
 /// Runs `train`.
 pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let mut cfg = a.job.config();
+    a.data.apply(&mut cfg);
     cfg.validate()?;
     let resume = match &a.resume {
         Some(dir) => {
@@ -226,6 +232,12 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",
             record.steps, record.backend, record.engine, record.precision, record.final_loss, record.train_seconds, record.steps_per_second, record.first_step_seconds
         );
+        if a.plot {
+            print!(
+                "{}",
+                crate::report::term::loss_chart(&record.loss_curve, 60, 12)
+            );
+        }
         if let Some(v) = record.validation_loss {
             println!("validation loss {v:.6} (held-out rows, standardised units)");
         }

@@ -70,21 +70,6 @@ pub struct JobArgs {
     /// Write a resumable checkpoint every K steps into the --out folder.
     #[arg(long)]
     checkpoint_every: Option<usize>,
-    /// Train on a CSV file instead of a built-in task (needs --inputs and --target).
-    #[arg(long)]
-    csv: Option<String>,
-    /// CSV input columns: comma-separated names or 0-based indices.
-    #[arg(long, default_value = "")]
-    inputs: String,
-    /// CSV target columns, the same way.
-    #[arg(long, default_value = "")]
-    target: String,
-    /// Fraction of CSV rows held out for validation.
-    #[arg(long, default_value_t = 0.1)]
-    val_split: f64,
-    /// CSV delimiter (default: detected among , ; and tab).
-    #[arg(long)]
-    delimiter: Option<char>,
 }
 
 impl JobArgs {
@@ -96,11 +81,7 @@ impl JobArgs {
             OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
         });
         TrainConfig {
-            task: if self.csv.is_some() {
-                "csv".into()
-            } else {
-                self.task.clone()
-            },
+            task: self.task.clone(),
             n: self.n,
             model: ModelSpec {
                 inputs: 1,
@@ -126,13 +107,44 @@ impl JobArgs {
             max_seconds: self.max_seconds,
             clip_grad: self.clip_grad,
             checkpoint_every: self.checkpoint_every,
-            csv: self.csv.as_ref().map(|path| CsvSpec {
+            csv: None,
+        }
+    }
+}
+
+/// User data for `train` (and `tune`): kept apart from [`JobArgs`] because
+/// `bench` uses `--csv` for its table export.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DataArgs {
+    /// Train on a CSV file instead of a built-in task (needs --inputs and --target).
+    #[arg(long)]
+    csv: Option<String>,
+    /// CSV input columns: comma-separated names or 0-based indices.
+    #[arg(long, default_value = "")]
+    inputs: String,
+    /// CSV target columns, the same way.
+    #[arg(long, default_value = "")]
+    target: String,
+    /// Fraction of CSV rows held out for validation.
+    #[arg(long, default_value_t = 0.1)]
+    val_split: f64,
+    /// CSV delimiter (default: detected among , ; and tab).
+    #[arg(long)]
+    delimiter: Option<char>,
+}
+
+impl DataArgs {
+    /// Points `cfg` at the CSV file, when one was given.
+    pub fn apply(&self, cfg: &mut TrainConfig) {
+        if let Some(path) = &self.csv {
+            cfg.task = "csv".into();
+            cfg.csv = Some(CsvSpec {
                 path: path.clone(),
                 inputs: self.inputs.clone(),
                 targets: self.target.clone(),
                 val_split: self.val_split,
                 delimiter: self.delimiter,
-            }),
+            });
         }
     }
 }

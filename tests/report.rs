@@ -1,0 +1,216 @@
+//! `ferrofit report`: a page built from real train, bench and doctor records
+//! loads in headless Chromium with no console errors and carries every chart
+//! (a screenshot is kept under the target folder for a person to look at), and
+//! hostile strings from a record come out as text.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn ferrofit(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{tag}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Headless Chromium, or None (a failure when FERROFIT_REQUIRE_CHROMIUM=1).
+fn chromium() -> Option<&'static str> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if found.is_none() && std::env::var("FERROFIT_REQUIRE_CHROMIUM").is_ok_and(|v| v == "1") {
+        panic!("FERROFIT_REQUIRE_CHROMIUM=1 but no chromium: apt-get install -y chromium");
+    }
+    found
+}
+
+fn headless(bin: &str, profile: &Path, extra: &[&str], page: &Path) -> (String, String) {
+    let out = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn the_page_renders_in_chromium_with_every_chart() {
+    let dir = tmp("e2e");
+    let run = dir.join("run");
+    let (code, _, e) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "20000",
+        "--steps",
+        "60",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let bench = dir.join("bench.json");
+    let (code, _, e) = ferrofit(&[
+        "bench",
+        "--backends",
+        "cpu",
+        "--n",
+        "20000",
+        "--steps",
+        "20",
+        "--reps",
+        "2",
+        "--no-history",
+        "--json",
+        bench.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let (code, doctor, e) = ferrofit(&["doctor", "--backend", "cpu", "--max-n", "65536", "--json"]);
+    assert_eq!(code, 0, "{e}");
+    let doc = dir.join("doctor.json");
+    std::fs::write(&doc, doctor).unwrap();
+    let page = dir.join("report.html");
+    let (code, _, e) = ferrofit(&[
+        "report",
+        run.join("run.json").to_str().unwrap(),
+        bench.to_str().unwrap(),
+        doc.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for id in [
+        "loss-0", "fit-0", "bars-1", "curves-1", "hist-1-0", "doctor", "machine",
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "no #{id} in the page"
+        );
+    }
+    assert!(
+        !html.contains("http://") && !html.contains("https://")
+            || html.contains("http://www.w3.org/2000/svg"),
+        "no external assets"
+    );
+    let Some(bin) = chromium() else {
+        eprintln!("skipping the browser part: no chromium");
+        return;
+    };
+    let (dom, log) = headless(bin, &dir.join("profile"), &["--dump-dom"], &page);
+    assert!(
+        dom.contains("<h1>ferrofit report</h1>"),
+        "the page did not load: {log}"
+    );
+    for id in ["loss-0", "fit-0", "bars-1", "curves-1", "hist-1-0"] {
+        assert!(
+            dom.contains(&format!("id=\"{id}\"")),
+            "#{id} missing after loading"
+        );
+    }
+    let errors: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(errors.is_empty(), "console errors: {errors:?}");
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    headless(
+        bin,
+        &dir.join("profile2"),
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1100,2600",
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot).expect("a screenshot was written");
+    assert!(png.len() > 10_000 && &png[1..4] == b"PNG");
+    eprintln!("screenshot: {}", shot.display());
+}
+
+#[test]
+fn hostile_strings_in_a_record_come_out_as_text() {
+    let dir = tmp("hostile");
+    let run = dir.join("run");
+    let (code, _, e) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "5",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let path = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["device"]["name"] = "<script>alert('x')</script>".into();
+    v["config"]["task"] = "<img src=x onerror=alert(1)>".into();
+    let evil = dir.join("evil.json");
+    std::fs::write(&evil, v.to_string()).unwrap();
+    let page = dir.join("evil.html");
+    let (code, _, e) = ferrofit(&[
+        "report",
+        evil.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("<script") && !html.contains("<img"),
+        "unescaped markup"
+    );
+    assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+    if let Some(bin) = chromium() {
+        let (dom, _) = headless(bin, &dir.join("profile"), &["--dump-dom"], &page);
+        assert!(
+            dom.contains("&lt;script&gt;") && !dom.contains("<script>alert"),
+            "the browser saw markup"
+        );
+    }
+    let (code, _, e) = ferrofit(&["report", dir.join("nope.json").to_str().unwrap()]);
+    assert_eq!(code, 2);
+    assert!(e.contains("nope.json"), "{e}");
+    std::fs::write(dir.join("other.json"), "{\"a\": 1}").unwrap();
+    let (code, _, e) = ferrofit(&[
+        "report",
+        dir.join("other.json").to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("not a ferrofit record"), "{e}");
+}
