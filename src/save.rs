@@ -9,14 +9,13 @@ use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Saves `p` to `path` atomically, with `metadata` (e.g. the activation) in the header.
-pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Result<()> {
-    let named = p.named();
-    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = named
-        .into_iter()
-        .map(|(n, shape, v)| (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
-        .collect();
-    let views: Vec<(String, TensorView)> = bytes
+/// Named f32 tensors (name, shape, little-endian bytes) as safetensors bytes.
+pub fn serialize(
+    tensors: &[(String, Vec<usize>, Vec<u8>)],
+    metadata: HashMap<String, String>,
+    path: &Path,
+) -> Result<Vec<u8>> {
+    let views: Vec<(String, TensorView)> = tensors
         .iter()
         .map(|(n, s, b)| {
             (
@@ -25,12 +24,23 @@ pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Resul
             )
         })
         .collect();
-    let data =
-        safetensors::serialize(views, Some(metadata)).map_err(|e| FerroError::ModelFile {
-            path: path.display().to_string(),
-            detail: e.to_string(),
-        })?;
-    write_atomic(path, &data)
+    safetensors::serialize(views, Some(metadata)).map_err(|e| FerroError::ModelFile {
+        path: path.display().to_string(),
+        detail: e.to_string(),
+    })
+}
+
+/// The parameters as named tensors, in [`Params::named`] order.
+pub fn tensors(p: &Params) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+    p.named()
+        .into_iter()
+        .map(|(n, shape, v)| (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
+        .collect()
+}
+
+/// Saves `p` to `path` atomically, with `metadata` (e.g. the activation) in the header.
+pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Result<()> {
+    write_atomic(path, &serialize(&tensors(p), metadata, path)?)
 }
 
 /// Loads a model saved by [`save`].

@@ -1,19 +1,9 @@
 //! The binary: the seed job reaches the report's loss, and nonsense arguments
 //! get a one-line error naming the fix and exit code 2, never a panic.
 
-use std::process::Command;
+mod common;
 
-fn ferrofit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
-        .args(args)
-        .output()
-        .expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
+use common::ferrofit;
 
 #[test]
 fn seed_job_on_cpu_reaches_the_target_loss_and_saves() {

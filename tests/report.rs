@@ -3,20 +3,11 @@
 //! (a screenshot is kept under the target folder for a person to look at), and
 //! hostile strings from a record come out as text.
 
+mod common;
+
+use common::ferrofit;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn ferrofit(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
 
 fn tmp(tag: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{tag}"));

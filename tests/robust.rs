@@ -2,22 +2,12 @@
 //! checkpoints surviving kill -9 and Ctrl-C, a damaged checkpoint passed over,
 //! and the NaN guard. Each error class is checked for its message and exit code.
 
+mod common;
+
+use common::{bin, ferrofit};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_ferrofit"))
-}
-
-fn ferrofit(args: &[&str]) -> (i32, String, String) {
-    let out = bin().args(args).output().expect("binary runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
-}
 
 fn tmp(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ferrofit-robust-{tag}-{}", std::process::id()));

@@ -10,7 +10,6 @@ use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
 use crate::io::write_atomic;
 use crate::model::Params;
-use safetensors::tensor::{Dtype, TensorView};
 use safetensors::SafeTensors;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -67,12 +66,7 @@ fn floats(d: &[u8]) -> Vec<f32> {
 
 /// Writes `c` into `dir` and removes all but the newest [`KEEP`] checkpoints.
 pub fn write(dir: &Path, c: &Checkpoint) -> Result<PathBuf> {
-    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = c
-        .params
-        .named()
-        .into_iter()
-        .map(|(n, shape, v)| (n, shape, bytes(v)))
-        .collect();
+    let mut tensors = crate::save::tensors(&c.params);
     tensors.push(("optim.m".into(), vec![c.opt.m.len()], bytes(&c.opt.m)));
     tensors.push(("optim.v".into(), vec![c.opt.v.len()], bytes(&c.opt.v)));
     tensors.sort_by(|a, b| a.0.cmp(&b.0));
@@ -89,20 +83,8 @@ pub fn write(dir: &Path, c: &Checkpoint) -> Result<PathBuf> {
         ("backend".to_string(), c.device.0.clone()),
         ("device".to_string(), c.device.1.to_string()),
     ]);
-    let views: Vec<(String, TensorView)> = tensors
-        .iter()
-        .map(|(n, s, b)| {
-            (
-                n.clone(),
-                TensorView::new(Dtype::F32, s.clone(), b).expect("shape matches data"),
-            )
-        })
-        .collect();
-    let data = safetensors::serialize(views, Some(meta)).map_err(|e| FerroError::File {
-        path: dir.display().to_string(),
-        detail: format!("serialising a checkpoint: {e}"),
-    })?;
     let path = dir.join(format!("step-{:09}.safetensors", c.step));
+    let data = crate::save::serialize(&tensors, meta, &path)?;
     write_atomic(&path, &data)?;
     for old in list(dir).into_iter().rev().skip(KEEP) {
         let _ = std::fs::remove_file(old);

@@ -34,3 +34,18 @@ pub fn targets() -> Vec<Target> {
     eprintln!("testing on: {}", names.join(", "));
     t
 }
+
+/// Runs the `ferrofit` binary; returns exit code, stdout and stderr.
+pub fn ferrofit(args: &[&str]) -> (i32, String, String) {
+    let out = bin().args(args).output().expect("the binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+/// The `ferrofit` binary as a command, for tests that need more control.
+pub fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+}
