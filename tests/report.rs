@@ -6,15 +6,8 @@
 mod common;
 
 use common::ferrofit;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn tmp(tag: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("report-{tag}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// Headless Chromium, or None (a failure when FERROFIT_REQUIRE_CHROMIUM=1).
 fn chromium() -> Option<&'static str> {
@@ -54,7 +47,7 @@ fn headless(bin: &str, profile: &Path, extra: &[&str], page: &Path) -> (String, 
 
 #[test]
 fn the_page_renders_in_chromium_with_every_chart() {
-    let dir = tmp("e2e");
+    let dir = common::fresh_dir("report-e2e");
     let run = dir.join("run");
     let (code, _, e) = ferrofit(&[
         "train",
@@ -150,7 +143,7 @@ fn the_page_renders_in_chromium_with_every_chart() {
 
 #[test]
 fn hostile_strings_in_a_record_come_out_as_text() {
-    let dir = tmp("hostile");
+    let dir = common::fresh_dir("report-hostile");
     let run = dir.join("run");
     let (code, _, e) = ferrofit(&[
         "train",

@@ -9,13 +9,6 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ferrofit-robust-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn final_loss(stdout: &str) -> f64 {
     let v: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
     v["final_loss"].as_f64().unwrap()
@@ -35,7 +28,7 @@ fn write_csv(dir: &Path) -> PathBuf {
 
 #[test]
 fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
-    let dir = tmp("csv");
+    let dir = common::fresh_dir("robust-csv");
     let csv = write_csv(&dir);
     let out = dir.join("run");
     let (code, stdout, stderr) = ferrofit(&[
@@ -95,7 +88,7 @@ fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
 
 #[test]
 fn malformed_csv_and_predict_inputs_get_file_line_column_and_fix() {
-    let dir = tmp("bad");
+    let dir = common::fresh_dir("robust-bad");
     let cases: [(&str, &str, &str); 6] = [
         ("", "a", "no rows"),
         (
@@ -182,7 +175,7 @@ fn wait_for_checkpoint(dir: &Path) {
 
 #[test]
 fn a_run_killed_mid_way_resumes_to_the_same_final_loss() {
-    let dir = tmp("kill");
+    let dir = common::fresh_dir("robust-kill");
     let mut backends = vec![("cpu", 0.0)];
     if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
         backends.push(("wgpu", 1e-4));
@@ -247,7 +240,7 @@ fn a_run_killed_mid_way_resumes_to_the_same_final_loss() {
 
 #[test]
 fn ctrl_c_writes_a_checkpoint_and_stops_cleanly() {
-    let dir = tmp("int");
+    let dir = common::fresh_dir("robust-int");
     let out = dir.join("run");
     let child = bin()
         .args([
@@ -286,7 +279,7 @@ extern "C" {
 
 #[test]
 fn a_diverging_run_stops_within_a_step_and_keeps_the_last_good_checkpoint() {
-    let dir = tmp("nan");
+    let dir = common::fresh_dir("robust-nan");
     let out = dir.join("run");
     let (code, _, stderr) = ferrofit(&[
         "train",

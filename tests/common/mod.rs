@@ -49,3 +49,11 @@ pub fn ferrofit(args: &[&str]) -> (i32, String, String) {
 pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_ferrofit"))
 }
+
+/// An empty folder for one test under the target folder (kept for a person to look at).
+pub fn fresh_dir(tag: &str) -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -8,7 +8,9 @@ use ferrofit_spec::csv;
 use std::path::Path;
 
 fn corpus(name: &str) -> Vec<Vec<u8>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(name);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/corpus")
+        .join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -23,7 +25,9 @@ fn every_csv_corpus_input_parses_or_is_refused_cleanly() {
     assert!(inputs.len() > 3, "the corpus is in the repo");
     let mut accepted = 0;
     for data in inputs {
-        let Ok(text) = std::str::from_utf8(&data) else { continue };
+        let Ok(text) = std::str::from_utf8(&data) else {
+            continue;
+        };
         for delimiter in [None, Some(','), Some(';')] {
             match csv::parse(text, "corpus.csv", delimiter) {
                 Ok(t) => {
@@ -49,9 +53,13 @@ struct Cli {
 #[test]
 fn every_args_corpus_input_parses_validates_and_round_trips_or_is_refused() {
     for data in corpus("args") {
-        let Ok(text) = std::str::from_utf8(&data) else { continue };
+        let Ok(text) = std::str::from_utf8(&data) else {
+            continue;
+        };
         let args = std::iter::once("ferrofit").chain(text.split('\n'));
-        let Ok(cli) = Cli::try_parse_from(args) else { continue };
+        let Ok(cli) = Cli::try_parse_from(args) else {
+            continue;
+        };
         let mut cfg = cli.job.config();
         cli.data.apply(&mut cfg);
         if cfg.validate().is_ok() {
