@@ -6,6 +6,7 @@ use crate::backend::devices::Inventory;
 use crate::backend::{dispatch, select, BackendKind};
 use crate::config::EngineKind;
 use crate::engine::checkpoint;
+use crate::engine::parallel;
 use crate::engine::run::Control;
 use crate::io::write_atomic;
 use crate::model::{reference, Params};
@@ -46,6 +47,10 @@ pub struct TrainArgs {
     /// Tuned-configuration cache (default: $XDG_DATA_HOME/ferrofit/tuned.json).
     #[arg(long)]
     tune_cache: Option<PathBuf>,
+    /// Data parallelism: `all` devices of --backend, or indices `0,1,...`
+    /// (an index may repeat: several replicas on one device).
+    #[arg(long, value_delimiter = ',')]
+    devices: Vec<String>,
     /// Draw the loss curve in the terminal when done.
     #[arg(long)]
     plot: bool,
@@ -155,16 +160,40 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         None if !cfg.data_on_device => Some(Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed)),
         None => None,
     };
-    let result = dispatch::train_controlled(
-        &target,
-        &cfg,
-        engine,
-        init,
-        host,
-        &mut display,
-        &ctl,
-        resume.as_ref().map(|c| &c.opt),
-    );
+    let result = if a.devices.is_empty() {
+        dispatch::train_controlled(
+            &target,
+            &cfg,
+            engine,
+            init,
+            host,
+            &mut display,
+            &ctl,
+            resume.as_ref().map(|c| &c.opt),
+        )
+    } else {
+        let targets = parallel_targets(&inv, kind, &a.devices)?;
+        let data = match host {
+            Some(d) => d,
+            None => Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed),
+        };
+        parallel::train(&targets, &cfg, init, data, &mut display).map(|(outcome, params)| {
+            dispatch::RunResult {
+                outcome,
+                params,
+                engine: EngineKind::Fused,
+                engine_note: Some(format!(
+                    "data-parallel over {} replicas: {}",
+                    targets.len(),
+                    targets
+                        .iter()
+                        .map(|t| format!("{} #{}", t.label(), t.info.index))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        })
+    };
     display.finish();
     let r = match result {
         Err(e @ crate::FerroError::Diverged { .. }) => match &ctl.checkpoints {
@@ -246,4 +275,29 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The devices `--devices` names on `kind`: `all`, or indices (repeats allowed).
+fn parallel_targets(
+    inv: &Inventory,
+    kind: BackendKind,
+    devices: &[String],
+) -> anyhow::Result<Vec<crate::backend::select::Target>> {
+    if devices.len() == 1 && devices[0] == "all" {
+        let first = select::select(inv, kind, None)?;
+        let all: Vec<_> = inv
+            .of_api(&first.info.api)
+            .map(|d| select::select(inv, first.kind, Some(d.index)))
+            .collect::<Result<_, _>>()?;
+        return Ok(all);
+    }
+    devices
+        .iter()
+        .map(|d| {
+            let i: usize = d.trim().parse().map_err(|_| {
+                crate::FerroError::arg("devices", d, "give `all` or device indices such as 0,1 (see `ferrofit devices`)")
+            })?;
+            Ok(select::select(inv, kind, Some(i))?)
+        })
+        .collect()
 }

@@ -7,6 +7,7 @@
 pub mod checkpoint;
 pub mod fused;
 pub mod general;
+pub mod parallel;
 pub mod run;
 
 use crate::batches::Batch;
@@ -43,6 +44,22 @@ pub trait StepEngine {
     /// Restores a checkpoint's optimizer state (weights are given at creation).
     fn load_optimizer_state(&mut self, _state: &OptState) -> Result<()> {
         Err(no_checkpoints())
+    }
+    /// The gradient accumulated since the last update, flat in
+    /// [`Params::flatten`] order with the loss appended, and clears it — the
+    /// part a data-parallel replica contributes to the all-reduce.
+    fn take_gradient(&mut self) -> Result<Vec<f32>> {
+        Err(no_data_parallel())
+    }
+    /// Applies a gradient (flat, loss last) summed over every replica.
+    fn apply_gradient(&mut self, _g: &[f32], _lr: f64) -> Result<()> {
+        Err(no_data_parallel())
+    }
+}
+
+fn no_data_parallel() -> crate::FerroError {
+    crate::FerroError::OutsideEnvelope {
+        reason: "data parallelism (--devices) needs the fused engine".into(),
     }
 }
 

@@ -111,4 +111,20 @@ impl StepEngine for CpuFused {
     fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
         self.optim.load(s)
     }
+
+    fn take_gradient(&mut self) -> Result<Vec<f32>> {
+        let mut g: Vec<f32> = self.grad.iter().map(|&v| v as f32).collect();
+        g.push(std::mem::take(&mut self.loss_sum) as f32);
+        self.grad.iter_mut().for_each(|v| *v = 0.0);
+        Ok(g)
+    }
+
+    fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()> {
+        let np = self.grad.len();
+        for (a, &v) in self.grad.iter_mut().zip(&g[..np]) {
+            *a = v as f64;
+        }
+        self.loss_sum = g[np] as f64;
+        self.apply(lr)
+    }
 }

@@ -246,6 +246,24 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
         })
     }
 
+    fn take_gradient(&mut self) -> Result<Vec<f32>> {
+        if self.pending.is_some() {
+            self.reduce(false, 0.0);
+        }
+        let g = self.read(&self.carry, self.np + 1)?;
+        self.carry = self
+            .client
+            .create_from_slice(pod_bytes(&vec![0f32; self.np + 1]));
+        Ok(g)
+    }
+
+    fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()> {
+        // The summed gradient becomes the carry; an update with no new partials applies it.
+        self.carry = self.client.create_from_slice(pod_bytes(g));
+        self.pending = None;
+        self.apply(lr)
+    }
+
     fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
         let pad = |v: &[f32]| {
             let mut out = v.to_vec();

@@ -1,0 +1,212 @@
+//! Data parallelism on the fused engine: one replica per device, each in its
+//! own thread with the whole data set on its device. Every optimizer step
+//! splits each micro-batch into one contiguous shard per replica; each replica
+//! accumulates its shard's gradient (already divided by the step's full point
+//! count), the replicas all-reduce (sum) gradient and loss through
+//! `burn-collective`, and each applies the same update — so the weights stay
+//! identical across replicas and equal, up to summation order, to a
+//! single-device run.
+
+use super::run::{LossPoint, Progress, TrainOutcome};
+use crate::backend::dispatch::{self, collective};
+use crate::backend::select::Target;
+use crate::batches::{Batch, BatchPlan};
+use crate::config::TrainConfig;
+use crate::error::{FerroError, Result};
+use crate::model::Params;
+use crate::schedule::lr_at;
+use crate::task::Dataset;
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One collective session at a time per process (burn-collective's local
+/// server is global per backend).
+static SESSION: Mutex<()> = Mutex::new(());
+
+/// Shard `r` of `d` of a batch: a contiguous part, sizes differing by at most one.
+pub fn shard(b: &Batch, r: usize, d: usize) -> Batch {
+    let n = b.len();
+    let (lo, hi) = (n * r / d, n * (r + 1) / d);
+    match b {
+        Batch::Range(s, _) => Batch::Range(s + lo, s + hi),
+        Batch::Indices(ix) => Batch::Indices(ix[lo..hi].to_vec()),
+    }
+}
+
+/// Trains `cfg` from `init` on `data` with one replica per target (a target
+/// may repeat: two peers on one device). Returns the outcome and the weights
+/// of replica 0 (all replicas hold the same).
+pub fn train(
+    targets: &[Target],
+    cfg: &TrainConfig,
+    init: Params,
+    data: Dataset,
+    progress: &mut (dyn Progress + Send),
+) -> Result<(TrainOutcome, Params)> {
+    cfg.validate()?;
+    if targets.is_empty() {
+        return Err(FerroError::arg("devices", "(none)", "name at least one device"));
+    }
+    if cfg.checkpoint_every.is_some() {
+        return Err(FerroError::arg(
+            "checkpoint-every",
+            cfg.checkpoint_every.unwrap_or(0),
+            "checkpoints are not written by data-parallel runs yet: drop --devices or --checkpoint-every",
+        ));
+    }
+    if targets.iter().any(|t| t.kind != targets[0].kind) {
+        return Err(FerroError::arg(
+            "devices",
+            "mixed backends",
+            "all devices of a data-parallel run must be of one backend",
+        ));
+    }
+    let _session = SESSION.lock().unwrap_or_else(|e| e.into_inner());
+    collective::reset(&targets[0]);
+    let d = targets.len();
+    let progress = Mutex::new(progress);
+    let results: Vec<Result<(TrainOutcome, Params)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = targets
+            .iter()
+            .enumerate()
+            .map(|(r, t)| {
+                let (data, init, progress) = (data.clone(), init.clone(), &progress);
+                s.spawn(move || {
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        replica(t, r, d, cfg, init, data, (r == 0).then_some(progress))
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(FerroError::BackendFailed {
+                            backend: t.label(),
+                            detail: format!("data-parallel replica {r} panicked"),
+                        })
+                    })
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("replica threads catch their panics"))
+            .collect()
+    });
+    let mut first = None;
+    for r in results {
+        let r = r?;
+        first.get_or_insert(r);
+    }
+    first.ok_or_else(|| FerroError::arg("devices", "(none)", "name at least one device"))
+}
+
+type SharedProgress<'a> = Mutex<&'a mut (dyn Progress + Send)>;
+
+/// One replica's whole run, in lockstep with the others through the all-reduce.
+fn replica(
+    t: &Target,
+    r: usize,
+    d: usize,
+    cfg: &TrainConfig,
+    init: Params,
+    data: Dataset,
+    progress: Option<&SharedProgress>,
+) -> Result<(TrainOutcome, Params)> {
+    let id = r as u32;
+    collective::register(t, id, d)?;
+    let out = (|| {
+        // Every replica reports whether its engine came up, so none waits
+        // forever in an all-reduce that a failed peer will never join.
+        let engine = dispatch::fused_replica(t, cfg, data, init);
+        let up = collective::sum(t, id, &[f32::from(u8::from(engine.is_ok()))])?;
+        let mut engine = engine?;
+        if up[0] < d as f32 {
+            return Err(FerroError::BackendFailed {
+                backend: t.label(),
+                detail: "another data-parallel replica could not start its engine".into(),
+            });
+        }
+        let mut plan = BatchPlan::new(cfg);
+        let (mut curve, mut first_step_seconds, mut reached) = (Vec::new(), 0.0, false);
+        let mut steps_done = 0;
+        let start = Instant::now();
+        for step in 0..cfg.steps {
+            let batches: Vec<Batch> = (0..plan.accumulate()).map(|k| plan.batch(step, k)).collect();
+            let count: usize = batches.iter().map(|b| b.len()).sum();
+            for b in &batches {
+                let part = shard(b, r, d);
+                if !part.is_empty() {
+                    engine.accumulate(&part, count)?;
+                }
+            }
+            let g = collective::sum(t, id, &engine.take_gradient()?)?;
+            engine.apply_gradient(&g, lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
+            steps_done = step + 1;
+            let loss = g[g.len() - 1] as f64;
+            if step == 0 {
+                first_step_seconds = start.elapsed().as_secs_f64();
+            }
+            let log = step + 1 == cfg.steps || (step + 1).is_multiple_of(cfg.log_every);
+            if !loss.is_finite() {
+                return Err(FerroError::Diverged {
+                    step,
+                    value: loss as f32,
+                });
+            }
+            if log {
+                curve.push(LossPoint {
+                    step,
+                    loss,
+                    seconds: start.elapsed().as_secs_f64(),
+                });
+            }
+            if let Some(p) = progress {
+                p.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .update(step, log.then_some(loss));
+            }
+            // Every replica sees the same summed loss, so all stop together.
+            if log && cfg.target_loss.is_some_and(|tl| loss <= tl) {
+                reached = true;
+                break;
+            }
+        }
+        engine.sync()?;
+        let train_seconds = start.elapsed().as_secs_f64();
+        let params = engine.params()?;
+        Ok((
+            TrainOutcome {
+                steps: steps_done,
+                final_loss: curve.last().map_or(f64::NAN, |p| p.loss),
+                train_seconds,
+                steps_per_second: steps_done as f64 / train_seconds.max(1e-12),
+                first_step_seconds,
+                curve,
+                reached_target: reached,
+                skipped_steps: 0,
+            },
+            params,
+        ))
+    })();
+    collective::finish(t, id);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_a_batch_exactly_once() {
+        for (n, d) in [(10, 3), (7, 7), (5, 8), (1000, 2)] {
+            let b = Batch::Range(100, 100 + n);
+            let mut next = 100;
+            for r in 0..d {
+                let Batch::Range(s, e) = shard(&b, r, d) else { panic!() };
+                assert_eq!(s, next);
+                next = e;
+            }
+            assert_eq!(next, 100 + n);
+            let ix = Batch::Indices((0..n as u32).rev().collect());
+            let total: usize = (0..d).map(|r| shard(&ix, r, d).len()).sum();
+            assert_eq!(total, n);
+        }
+    }
+}
