@@ -255,7 +255,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string(&record)?);
     } else {
         if let Some(note) = &record.engine_note {
-            eprintln!("engine: general ({note})");
+            eprintln!("engine: {:?} ({note})", record.engine);
         }
         println!(
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",
@@ -295,7 +295,11 @@ fn parallel_targets(
         .iter()
         .map(|d| {
             let i: usize = d.trim().parse().map_err(|_| {
-                crate::FerroError::arg("devices", d, "give `all` or device indices such as 0,1 (see `ferrofit devices`)")
+                crate::FerroError::arg(
+                    "devices",
+                    d,
+                    "give `all` or device indices such as 0,1 (see `ferrofit devices`)",
+                )
             })?;
             Ok(select::select(inv, kind, Some(i))?)
         })

@@ -45,7 +45,11 @@ pub fn train(
 ) -> Result<(TrainOutcome, Params)> {
     cfg.validate()?;
     if targets.is_empty() {
-        return Err(FerroError::arg("devices", "(none)", "name at least one device"));
+        return Err(FerroError::arg(
+            "devices",
+            "(none)",
+            "name at least one device",
+        ));
     }
     if cfg.checkpoint_every.is_some() {
         return Err(FerroError::arg(
@@ -128,7 +132,9 @@ fn replica(
         let mut steps_done = 0;
         let start = Instant::now();
         for step in 0..cfg.steps {
-            let batches: Vec<Batch> = (0..plan.accumulate()).map(|k| plan.batch(step, k)).collect();
+            let batches: Vec<Batch> = (0..plan.accumulate())
+                .map(|k| plan.batch(step, k))
+                .collect();
             let count: usize = batches.iter().map(|b| b.len()).sum();
             for b in &batches {
                 let part = shard(b, r, d);
@@ -199,7 +205,9 @@ mod tests {
             let b = Batch::Range(100, 100 + n);
             let mut next = 100;
             for r in 0..d {
-                let Batch::Range(s, e) = shard(&b, r, d) else { panic!() };
+                let Batch::Range(s, e) = shard(&b, r, d) else {
+                    panic!()
+                };
                 assert_eq!(s, next);
                 next = e;
             }

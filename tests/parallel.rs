@@ -1,0 +1,72 @@
+//! Data parallelism: two replicas (two peers on the CPU, two on the wgpu
+//! device in CI) train to the same loss and weights as one device, up to the
+//! order in which partial gradients are summed.
+
+mod common;
+
+use ferrofit::backend::dispatch;
+use ferrofit::config::{EngineKind, OptimizerKind, TrainConfig};
+use ferrofit::engine::parallel;
+use ferrofit::model::Params;
+use ferrofit::task::Task;
+
+fn max_rel(a: &Params, b: &Params) -> f64 {
+    a.flatten()
+        .iter()
+        .zip(b.flatten())
+        .map(|(x, y)| ((x - y).abs() / y.abs().max(1e-3)) as f64)
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn two_replicas_equal_one_device() {
+    for t in common::targets() {
+        for (optimizer, batch_size, accumulate) in [
+            (OptimizerKind::Sgd, None, 1),
+            (OptimizerKind::Adam, Some(3001), 2),
+        ] {
+            let cfg = TrainConfig {
+                n: 10_007,
+                steps: 40,
+                log_every: 10,
+                optimizer,
+                lr: if optimizer == OptimizerKind::Sgd {
+                    0.2
+                } else {
+                    0.02
+                },
+                batch_size,
+                accumulate,
+                ..TrainConfig::default()
+            };
+            let init = Params::init(&cfg.model, cfg.seed);
+            let data = Task::X2Noise.generate(cfg.n, cfg.seed);
+            let one = dispatch::train_from(
+                &t,
+                &cfg,
+                EngineKind::Fused,
+                init.clone(),
+                Some(data.clone()),
+                &mut (),
+            )
+            .unwrap();
+            let (two, params) =
+                parallel::train(&[t.clone(), t.clone()], &cfg, init, data, &mut ()).unwrap();
+            let rel = (two.final_loss - one.outcome.final_loss).abs() / one.outcome.final_loss;
+            assert!(
+                rel < 1e-4,
+                "{} {optimizer:?}: loss {} vs {}",
+                t.label(),
+                two.final_loss,
+                one.outcome.final_loss
+            );
+            let w = max_rel(&params, &one.params);
+            assert!(
+                w < 1e-3,
+                "{} {optimizer:?}: weights differ by {w:e}",
+                t.label()
+            );
+            assert_eq!(two.steps, 40);
+        }
+    }
+}
