@@ -130,6 +130,7 @@ fn replica(
         let mut plan = BatchPlan::new(cfg);
         let (mut curve, mut first_step_seconds, mut reached) = (Vec::new(), 0.0, false);
         let mut steps_done = 0;
+        engine.sync()?;
         let start = Instant::now();
         for step in 0..cfg.steps {
             let batches: Vec<Batch> = (0..plan.accumulate())

@@ -102,6 +102,9 @@ pub fn train_with(
     let mut first_step_seconds = 0.0;
     let mut reached_target = false;
     let mut steps_done = ctl.start_step;
+    // Uploads queued while the engine was built (the data set) finish before
+    // the clock starts: they are set-up, not training.
+    engine.sync()?;
     let start = Instant::now();
     for step in ctl.start_step..cfg.steps {
         let batches: Vec<_> = (0..plan.accumulate())
