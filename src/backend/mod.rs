@@ -2,6 +2,7 @@
 //! (`devices`), and how a request becomes a concrete device (`select`).
 //! Only `dispatch.rs` names Burn's concrete backend types.
 
+pub mod collective;
 pub mod devices;
 pub mod dispatch;
 pub mod select;

@@ -8,7 +8,8 @@
 //! single-device run.
 
 use super::run::{LossPoint, Progress, TrainOutcome};
-use crate::backend::dispatch::{self, collective};
+use crate::backend::collective;
+use crate::backend::dispatch;
 use crate::backend::select::Target;
 use crate::batches::{Batch, BatchPlan};
 use crate::config::TrainConfig;
@@ -93,12 +94,13 @@ pub fn train(
             .map(|h| h.join().expect("replica threads catch their panics"))
             .collect()
     });
-    let mut first = None;
-    for r in results {
-        let r = r?;
-        first.get_or_insert(r);
-    }
-    first.ok_or_else(|| FerroError::arg("devices", "(none)", "name at least one device"))
+    // Every replica holds the same weights: report replica 0's.
+    results
+        .into_iter()
+        .collect::<Result<Vec<_>>>()?
+        .into_iter()
+        .next()
+        .ok_or_else(|| FerroError::arg("devices", "(none)", "name at least one device"))
 }
 
 type SharedProgress<'a> = Mutex<&'a mut (dyn Progress + Send)>;
