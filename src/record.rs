@@ -27,6 +27,7 @@ pub struct RunRecord {
     pub backend: String,
     pub device: DeviceInfo,
     pub engine: EngineKind,
+    /// Why `auto` chose the general engine, and how the engine ran.
     pub engine_note: Option<String>,
     pub precision: crate::config::Precision,
     pub steps: usize,

@@ -25,7 +25,8 @@ pub struct RunResult {
     pub outcome: TrainOutcome,
     pub params: Params,
     pub engine: EngineKind,
-    /// Why `auto` chose the general engine, when it did.
+    /// Why `auto` chose the general engine, when it did, and how the engine
+    /// ran (the fused GPU kernel's launch scheme).
     pub engine_note: Option<String>,
 }
 
@@ -135,6 +136,10 @@ pub fn train_controlled(
         }
         let outcome = run::train_with(eng.as_mut(), cfg, progress, ctl)?;
         let params = eng.params()?;
+        let engine_note = match (engine_note.clone(), eng.detail()) {
+            (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+            (a, b) => a.or(b),
+        };
         Ok(RunResult {
             outcome,
             params,
@@ -174,6 +179,11 @@ pub fn general_gradient(
     })
 }
 
+/// True for a GPU API implemented on the CPU (lavapipe).
+fn software(target: &Target) -> bool {
+    target.info.class == super::devices::DeviceClass::Software
+}
+
 fn fused_engine(
     target: &Target,
     cfg: &TrainConfig,
@@ -187,6 +197,7 @@ fn fused_engine(
             &data,
             init,
             &wgpu_arm::device(target)?,
+            software(target),
         ))),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => Ok(Box::new(GpuFused::<cubecl::cuda::CudaRuntime>::new(
@@ -194,6 +205,7 @@ fn fused_engine(
             &data,
             init,
             &cuda::device(target),
+            false,
         ))),
         _ => Ok(Box::new(CpuFused::new(cfg, data, init))),
     }
@@ -208,6 +220,11 @@ pub fn fused_gpu_gradient(
     batch: &Batch,
 ) -> Result<Vec<f32>> {
     envelope::check_gpu(cfg)?;
+    // One gradient, no steps: the persistent kernel has nothing to run.
+    let cfg = &TrainConfig {
+        persistent: false,
+        ..cfg.clone()
+    };
     guarded(target, || match target.kind {
         #[cfg(feature = "wgpu")]
         BackendKind::Wgpu => GpuFused::<cubecl::wgpu::WgpuRuntime>::new(
@@ -215,6 +232,7 @@ pub fn fused_gpu_gradient(
             data,
             params.clone(),
             &wgpu_arm::device(target)?,
+            software(target),
         )
         .gradient(batch),
         #[cfg(feature = "cuda")]
@@ -223,6 +241,7 @@ pub fn fused_gpu_gradient(
             data,
             params.clone(),
             &cuda::device(target),
+            false,
         )
         .gradient(batch),
         other => Err(FerroError::OutsideEnvelope {
@@ -407,5 +426,11 @@ pub fn fused_replica(
     init: Params,
 ) -> Result<Box<dyn StepEngine>> {
     fused_available(target, cfg)?;
+    // A replica's micro-batch is a shard of the step, never a whole step, so
+    // the persistent kernel would not run: skip probing for it.
+    let cfg = &TrainConfig {
+        persistent: false,
+        ..cfg.clone()
+    };
     fused_engine(target, cfg, data, init)
 }

@@ -28,6 +28,11 @@ pub trait StepEngine {
     fn sync(&mut self) -> Result<()>;
     /// The trained parameters, read back to the host.
     fn params(&mut self) -> Result<Params>;
+    /// How the engine runs on its device, when that is worth recording
+    /// (for example the fused GPU kernel's launch scheme).
+    fn detail(&self) -> Option<String> {
+        None
+    }
     /// Loss-scaling events so far (skipped steps), for mixed precision.
     fn skipped_steps(&self) -> usize {
         0

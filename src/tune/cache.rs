@@ -113,6 +113,7 @@ mod tests {
                 accumulate: 1,
                 lr: 0.4,
                 points_per_unit: Some(8),
+                persistent: true,
             },
             steps: 250,
             target_loss: 0.015,

@@ -17,6 +17,13 @@ pub struct Candidate {
     pub lr: f64,
     /// GPU fused kernel tile (`None`: the default).
     pub points_per_unit: Option<usize>,
+    /// GPU fused kernel: many full-batch steps per launch (`--no-persistent`: false).
+    #[serde(default = "yes")]
+    pub persistent: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Candidate {
@@ -29,6 +36,7 @@ impl Candidate {
             accumulate: cfg.accumulate,
             lr: cfg.lr,
             points_per_unit: cfg.points_per_unit,
+            persistent: cfg.persistent,
         }
     }
 
@@ -40,6 +48,7 @@ impl Candidate {
             accumulate: self.accumulate,
             lr: self.lr,
             points_per_unit: self.points_per_unit,
+            persistent: self.persistent,
             ..base.clone()
         }
     }
@@ -57,6 +66,9 @@ impl Candidate {
         s += &format!(" lr {:.4}", self.lr);
         if let Some(p) = self.points_per_unit {
             s += &format!(" ppu {p}");
+        }
+        if !self.persistent {
+            s += " two-launch";
         }
         s
     }
@@ -119,6 +131,7 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                         accumulate: 1,
                         lr,
                         points_per_unit: base.points_per_unit,
+                        persistent: base.persistent,
                     });
                 }
             }
@@ -133,13 +146,15 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                 accumulate: 4,
                 lr: base.lr,
                 points_per_unit: base.points_per_unit,
+                persistent: base.persistent,
             });
         }
     }
     out
 }
 
-/// Stage two: the best fused candidate with every GPU tile.
+/// Stage two: the best fused candidate with every GPU tile, and with the
+/// other launch scheme (persistent or two launches per step).
 pub fn tiles_of(best: &Candidate, space: Space) -> Vec<Candidate> {
     if !(space.gpu && best.engine == EngineKind::Fused) {
         return vec![];
@@ -151,5 +166,9 @@ pub fn tiles_of(best: &Candidate, space: Space) -> Vec<Candidate> {
             points_per_unit: Some(t),
             ..best.clone()
         })
+        .chain([Candidate {
+            persistent: !best.persistent,
+            ..best.clone()
+        }])
         .collect()
 }

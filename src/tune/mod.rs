@@ -303,6 +303,9 @@ mod tests {
                 (_, Precision::F32) => (1e-7, 1e-3),
                 _ => (0.8e-7, 1e-3),
             };
+            // Two launches per step cost twice the launch overhead of one
+            // persistent launch.
+            let launch = if cfg.persistent { launch } else { 2.0 * launch };
             let tile = cfg
                 .points_per_unit
                 .map_or(1.2, |p| 1.0 + (p as f64 / 8.0).log2().abs() * 0.1);
@@ -364,6 +367,8 @@ mod tests {
         assert_eq!(w.candidate.batch_size, Some(1_000_000 / 64));
         assert_eq!(w.candidate.lr, TrainConfig::default().lr);
         assert_eq!(w.candidate.points_per_unit, Some(8));
+        assert!(w.candidate.persistent);
+        assert!(r.trials.iter().any(|t| !t.candidate.persistent));
         assert!(
             w.seconds < r.baseline.seconds / 5.0,
             "{} vs {}",

@@ -61,6 +61,10 @@ pub struct JobArgs {
     /// GPU fused kernel: points per thread before more workgroups launch (default 16).
     #[arg(long)]
     points_per_unit: Option<usize>,
+    /// GPU fused kernel: two launches per step instead of one persistent
+    /// launch for many (for devices that cannot run every workgroup at once).
+    #[arg(long)]
+    no_persistent: bool,
     /// Stop after this many seconds (checked whenever the loss is read back).
     #[arg(long)]
     max_seconds: Option<f64>,
@@ -104,6 +108,7 @@ impl JobArgs {
             data_on_device: !self.host_data,
             log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
             points_per_unit: self.points_per_unit,
+            persistent: !self.no_persistent,
             max_seconds: self.max_seconds,
             clip_grad: self.clip_grad,
             checkpoint_every: self.checkpoint_every,

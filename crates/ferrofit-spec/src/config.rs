@@ -128,6 +128,11 @@ pub struct TrainConfig {
     /// launched (`None`: the built-in default). `ferrofit tune` picks it.
     #[serde(default)]
     pub points_per_unit: Option<usize>,
+    /// GPU fused kernel: run full-batch steps in one persistent launch (true)
+    /// or two launches per step (false; the fallback for devices where the
+    /// persistent grid cannot run, and a reference).
+    #[serde(default = "persistent_default")]
+    pub persistent: bool,
     /// Stop (without reaching the target) once this many seconds have passed;
     /// checked when the loss is read back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -184,12 +189,17 @@ impl Default for TrainConfig {
             data_on_device: true,
             log_every: 1,
             points_per_unit: None,
+            persistent: true,
             max_seconds: None,
             clip_grad: None,
             checkpoint_every: None,
             csv: None,
         }
     }
+}
+
+fn persistent_default() -> bool {
+    true
 }
 
 impl TrainConfig {

@@ -15,6 +15,10 @@ use rayon::prelude::*;
 
 /// Points per block (the vector loop length).
 pub const BLOCK: usize = 64;
+/// Points per block of the seed-shape path ([`Chunk::run_single`]).
+const SINGLE_BLOCK: usize = 64;
+/// Partial sums per accumulator there (one 8-wide vector).
+const LANES: usize = 8;
 /// Upper bound on the number of chunks (parallel tasks) per batch.
 const MAX_CHUNKS: usize = 256;
 /// Smallest number of points a chunk is worth.
@@ -37,6 +41,12 @@ pub fn loss_and_grad(
         .clamp(1, MAX_CHUNKS)
         .min(blocks.max(1));
     let blocks_per_chunk = blocks.div_ceil(chunks);
+    let l = &params.layers;
+    let seed_relu_mse = l.len() == 2
+        && l[0].fan_in == 1
+        && l[1].fan_out == 1
+        && act == Activation::Relu
+        && lossk == Loss::Mse;
     let partials: Vec<(f64, Vec<f32>)> = (0..chunks)
         .into_par_iter()
         .map(|c| {
@@ -50,6 +60,13 @@ pub fn loss_and_grad(
                 first: c * blocks_per_chunk * BLOCK,
                 last: ((c + 1) * blocks_per_chunk * BLOCK).min(n),
             };
+            #[cfg(target_arch = "x86_64")]
+            if seed_relu_mse && super::cpu_simd::available() {
+                // SAFETY: AVX2 and FMA were detected; the shape was checked above.
+                return unsafe {
+                    super::cpu_simd::seed_relu_mse(params, data, batch, job.first, job.last, scale)
+                };
+            }
             #[cfg(target_arch = "x86_64")]
             if std::is_x86_feature_detected!("avx2") {
                 // SAFETY: the CPU supports AVX2, checked just above.
@@ -114,25 +131,36 @@ impl Chunk<'_> {
         (ws.loss, ws.grad)
     }
 
-    /// The seed job's shape (1 input, one hidden layer, 1 output), eight points
-    /// at a time with every intermediate in registers or L1.
+    /// The seed job's shape (1 input, one hidden layer, 1 output). Blocks of
+    /// [`SINGLE_BLOCK`] points: the forward pass runs over the block once per
+    /// hidden unit, then the backward pass sums each unit's three gradients
+    /// over the block in registers ([`LANES`] partial sums each) and adds them
+    /// to the chunk's totals once per block. Nothing but the block's inputs,
+    /// outputs and loss derivatives goes through memory.
     #[inline(always)]
     fn run_single(&self, act: impl Fn(f32) -> f32, dact: impl Fn(f32) -> f32) -> (f64, Vec<f32>) {
-        const L: usize = 8;
+        const B: usize = SINGLE_BLOCK;
+        const V: usize = LANES;
         let (l0, l1) = (&self.params.layers[0], &self.params.layers[1]);
         let h = l0.fan_out;
         let (w, b, v, c) = (&l0.w[..h], &l0.b[..h], &l1.w[..h], l1.b[0]);
-        let mut gw = vec![[0f32; L]; h];
-        let mut gb = vec![[0f32; L]; h];
-        let mut gv = vec![[0f32; L]; h];
-        let mut zs = vec![[0f32; L]; h];
-        let (mut gc, mut lsum) = ([0f32; L], [0f32; L]);
+        let mut gw = vec![[0f32; V]; h];
+        let mut gb = vec![[0f32; V]; h];
+        let mut gv = vec![[0f32; V]; h];
+        let (mut gc, mut lsum) = ([0f32; V], [0f32; V]);
+        let (mut x, mut y, mut mask) = ([0f32; B], [0f32; B], [1f32; B]);
+        let mut d = [0f32; B];
         let mut start = self.first;
         while start < self.last {
-            let m = (self.last - start).min(L);
-            let (mut x, mut y, mut mask) = ([0f32; L], [0f32; L], [0f32; L]);
+            let m = (self.last - start).min(B);
             match self.batch {
+                Batch::Range(s, _) if m == B => {
+                    x.copy_from_slice(&self.data.x[s + start..s + start + B]);
+                    y.copy_from_slice(&self.data.y[s + start..s + start + B]);
+                }
                 Batch::Range(s, _) => {
+                    x = [0f32; B];
+                    y = [0f32; B];
                     x[..m].copy_from_slice(&self.data.x[s + start..s + start + m]);
                     y[..m].copy_from_slice(&self.data.y[s + start..s + start + m]);
                 }
@@ -143,47 +171,59 @@ impl Chunk<'_> {
                     }
                 }
             }
-            mask[..m].fill(1.0);
-            let mut out = [c; L];
+            if m < B {
+                mask = [0f32; B];
+                mask[..m].fill(1.0);
+            }
+            let mut out = [c; B];
             for j in 0..h {
                 let (wj, bj, vj) = (w[j], b[j], v[j]);
-                let mut z = [0f32; L];
-                for l in 0..L {
-                    z[l] = wj * x[l] + bj;
-                    out[l] += vj * act(z[l]);
+                for l in 0..B {
+                    out[l] += vj * act(wj * x[l] + bj);
                 }
-                zs[j] = z;
             }
-            let mut d = [0f32; L];
             if self.lossk == Loss::Mse {
-                for l in 0..L {
-                    let r = (out[l] - y[l]) * mask[l];
-                    lsum[l] += r * r;
-                    d[l] = 2.0 * r * self.scale;
-                    gc[l] += d[l];
+                for k in 0..B / V {
+                    for q in 0..V {
+                        let l = k * V + q;
+                        let r = (out[l] - y[l]) * mask[l];
+                        lsum[q] += r * r;
+                        d[l] = 2.0 * r * self.scale;
+                        gc[q] += d[l];
+                    }
                 }
             } else {
-                for l in 0..L {
-                    lsum[l] += mask[l] * loss::value(self.lossk, out[l], y[l]);
-                    d[l] = mask[l] * loss::derivative(self.lossk, out[l], y[l]) * self.scale;
-                    gc[l] += d[l];
+                for k in 0..B / V {
+                    for q in 0..V {
+                        let l = k * V + q;
+                        lsum[q] += mask[l] * loss::value(self.lossk, out[l], y[l]);
+                        d[l] = mask[l] * loss::derivative(self.lossk, out[l], y[l]) * self.scale;
+                        gc[q] += d[l];
+                    }
                 }
             }
             for j in 0..h {
-                // Copies in and out keep the lanes in registers (no aliasing to prove).
-                let (vj, z) = (v[j], zs[j]);
-                let (mut gwj, mut gbj, mut gvj) = (gw[j], gb[j], gv[j]);
-                for l in 0..L {
-                    gvj[l] += d[l] * act(z[l]);
-                    let dz = d[l] * vj * dact(z[l]);
-                    gwj[l] += dz * x[l];
-                    gbj[l] += dz;
+                let (wj, bj, vj) = (w[j], b[j], v[j]);
+                let (mut sw, mut sb, mut sv) = ([0f32; V], [0f32; V], [0f32; V]);
+                for k in 0..B / V {
+                    for q in 0..V {
+                        let l = k * V + q;
+                        let z = wj * x[l] + bj;
+                        sv[q] += d[l] * act(z);
+                        let dz = d[l] * vj * dact(z);
+                        sw[q] += dz * x[l];
+                        sb[q] += dz;
+                    }
                 }
-                (gw[j], gb[j], gv[j]) = (gwj, gbj, gvj);
+                for q in 0..V {
+                    gw[j][q] += sw[q];
+                    gb[j][q] += sb[q];
+                    gv[j][q] += sv[q];
+                }
             }
             start += m;
         }
-        let lanes = |a: &[f32; L]| a.iter().sum::<f32>();
+        let lanes = |a: &[f32; V]| a.iter().sum::<f32>();
         let mut grad: Vec<f32> = gw.iter().chain(&gb).chain(&gv).map(lanes).collect();
         grad.push(lanes(&gc));
         (lanes(&lsum) as f64, grad)

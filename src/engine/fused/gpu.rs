@@ -1,10 +1,13 @@
 //! The fused engine on a GPU: data, master weights, optimizer state and the
-//! carried gradient live on the device; each optimizer step is
-//! [`fused_grad`](super::gpu_kernel::fused_grad) per micro-batch plus one
-//! [`reduce_update`](super::gpu_kernel::reduce_update). The loss is read back
-//! only when the training loop asks for it.
+//! carried gradient live on the device. A full-batch step is queued and run
+//! with the steps after it in one persistent launch ([`super::gpu_steps`]);
+//! any other step is [`fused_grad`](super::gpu_kernel::fused_grad) per
+//! micro-batch plus one [`reduce_update`](super::gpu_kernel::reduce_update).
+//! The loss is read back only when the training loop asks for it.
 
 use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS};
+use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
+use super::gpu_steps::{Persistent, QueuedStep};
 use super::optim::{BETA1, BETA2};
 use crate::batches::Batch;
 use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
@@ -25,27 +28,38 @@ const MAX_CUBES: usize = 2048;
 
 /// Fused GPU engine on CubeCL runtime `R`.
 pub struct GpuFused<R: Runtime> {
-    client: ComputeClient<R>,
-    cfg: TrainConfig,
-    hidden: usize,
-    np: usize,
-    n: usize,
-    x: Handle,
-    y: Handle,
+    pub(super) client: ComputeClient<R>,
+    pub(super) cfg: TrainConfig,
+    pub(super) hidden: usize,
+    pub(super) np: usize,
+    pub(super) n: usize,
+    pub(super) x: Handle,
+    pub(super) y: Handle,
     no_idx: Handle,
-    params: Handle,
-    m: Handle,
-    v: Handle,
+    pub(super) params: Handle,
+    pub(super) m: Handle,
+    pub(super) v: Handle,
     carry: Handle,
     partials: Handle,
-    loss_out: Handle,
+    /// `[loss of the last step, 1 if a persistent launch failed]`.
+    pub(super) loss_out: Handle,
     /// Cubes whose partials are waiting to be reduced.
     pending: Option<u32>,
-    step: i32,
+    pub(super) step: i32,
     template: Params,
+    /// Whether the kernels reduce with plane (warp, subgroup) sums.
+    pub(super) plane: bool,
+    /// Shared-memory scratch of the reductions, in values.
+    pub(super) scratch: usize,
+    /// Points each unit loads at once ([`LOAD_AHEAD`] on hardware GPUs).
+    pub(super) ahead: usize,
+    /// The persistent path, when enabled and the device runs it.
+    pub(super) persistent: Option<Persistent>,
+    /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
+    deferred: Option<(u32, u32, f32)>,
 }
 
-fn code_act(a: Activation) -> u32 {
+pub(super) fn code_act(a: Activation) -> u32 {
     match a {
         Activation::Relu => 0,
         Activation::Tanh => 1,
@@ -55,7 +69,7 @@ fn code_act(a: Activation) -> u32 {
     }
 }
 
-fn code_loss(l: Loss) -> u32 {
+pub(super) fn code_loss(l: Loss) -> u32 {
     match l {
         Loss::Mse => 0,
         Loss::L1 => 1,
@@ -63,7 +77,7 @@ fn code_loss(l: Loss) -> u32 {
     }
 }
 
-fn code_opt(o: OptimizerKind) -> u32 {
+pub(super) fn code_opt(o: OptimizerKind) -> u32 {
     match o {
         OptimizerKind::Sgd => 0,
         OptimizerKind::Momentum => 1,
@@ -72,21 +86,42 @@ fn code_opt(o: OptimizerKind) -> u32 {
     }
 }
 
+/// True when every step of `cfg` is one micro-batch of consecutive points
+/// (full batch, no accumulation): the steps the persistent kernel runs.
+fn whole_steps(cfg: &TrainConfig) -> bool {
+    cfg.accumulate == 1 && cfg.batch_size.is_none_or(|b| b >= cfg.n)
+}
+
 /// The bytes of a slice of plain numbers (`f32`, `u32`).
-fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
+pub(super) fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
     // SAFETY: only called with f32/u32, which have no padding; any byte pattern is a valid u8.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
 }
 
 impl<R: Runtime> GpuFused<R> {
-    /// Uploads `data` and `init` to `device`. The caller has checked the envelope.
-    pub fn new(cfg: &TrainConfig, data: &Dataset, init: Params, device: &R::Device) -> Self {
+    /// Uploads `data` and `init` to `device`. The caller has checked the
+    /// envelope; `software` says the device is a GPU API on the CPU (lavapipe).
+    pub fn new(
+        cfg: &TrainConfig,
+        data: &Dataset,
+        init: Params,
+        device: &R::Device,
+        software: bool,
+    ) -> Self {
         let client = R::client(device);
         let hidden = cfg.model.hidden;
         let np = init.len();
         let flat = init.flatten();
         let zeros = vec![0f32; np + 1];
-        GpuFused {
+        let plane_min = client.properties().hardware.plane_size_min;
+        let plane = use_planes(
+            client
+                .features()
+                .plane
+                .contains(cubecl::features::Plane::Ops),
+            plane_min,
+        );
+        let mut engine = GpuFused {
             x: client.create_from_slice(pod_bytes(&data.x)),
             y: client.create_from_slice(pod_bytes(&data.y)),
             no_idx: client.create_from_slice(&[0u8; 4]),
@@ -95,7 +130,7 @@ impl<R: Runtime> GpuFused<R> {
             v: client.create_from_slice(pod_bytes(&zeros)),
             carry: client.create_from_slice(pod_bytes(&zeros)),
             partials: client.empty(MAX_CUBES * (np + 1) * 4),
-            loss_out: client.create_from_slice(pod_bytes(&[f32::NAN])),
+            loss_out: client.create_from_slice(pod_bytes(&[f32::NAN, 0.0])),
             client,
             cfg: cfg.clone(),
             hidden,
@@ -104,10 +139,19 @@ impl<R: Runtime> GpuFused<R> {
             pending: None,
             step: 0,
             template: init,
+            plane,
+            scratch: scratch_len(np + 1, plane, plane_min),
+            ahead: if software { 1 } else { LOAD_AHEAD },
+            persistent: None,
+            deferred: None,
+        };
+        if cfg.persistent && whole_steps(cfg) {
+            engine.persistent = Persistent::start(&mut engine, device);
         }
+        engine
     }
 
-    fn read(&self, h: &Handle, len: usize) -> Result<Vec<f32>> {
+    pub(super) fn read(&self, h: &Handle, len: usize) -> Result<Vec<f32>> {
         let bytes = self
             .client
             .read_one(h.clone())
@@ -123,6 +167,7 @@ impl<R: Runtime> GpuFused<R> {
 
     /// Reduces pending partials; with `apply`, also steps the optimizer.
     fn reduce(&mut self, apply: bool, lr: f64) {
+        self.settle();
         let cubes = self.pending.take().unwrap_or(0);
         let wd = self.cfg.weight_decay as f32;
         let (b1, b2) = (
@@ -164,28 +209,23 @@ impl<R: Runtime> GpuFused<R> {
         self.carry = self.client.create_from_slice(pod_bytes(&zeros));
         Ok(g)
     }
-}
 
-impl<R: Runtime> StepEngine for GpuFused<R> {
-    fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
-        if self.pending.is_some() {
-            self.reduce(false, 0.0);
+    /// Runs queued persistent steps, then a deferred micro-batch the two-launch way.
+    fn settle(&mut self) {
+        self.flush();
+        if let Some((start, len, scale)) = self.deferred.take() {
+            self.launch_grad(start as usize, len as usize, None, scale);
         }
-        let (start, len, idx) = match batch {
-            Batch::Range(s, e) => (*s, e - s, None),
-            Batch::Indices(v) => (
-                0,
-                v.len(),
-                Some(self.client.create_from_slice(pod_bytes(v))),
-            ),
-        };
+    }
+
+    /// `fused_grad` over `len` points from `start` (or the points in `idx`).
+    fn launch_grad(&mut self, start: usize, len: usize, idx: Option<Handle>, scale: f32) {
         let units = CUBE_UNITS as usize;
         let cubes = len
             .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
             .clamp(1, MAX_CUBES);
-        let scale = 1.0 / (count * self.cfg.model.outputs) as f32;
-        let (idx_handle, idx_len, use_idx) = match &idx {
-            Some(h) => (h.clone(), len, true),
+        let (idx_handle, idx_len, use_idx) = match idx {
+            Some(h) => (h, len, true),
             None => (self.no_idx.clone(), 1, false),
         };
         // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold MAX_CUBES rows.
@@ -208,23 +248,84 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
                 code_act(self.cfg.model.activation),
                 code_loss(self.cfg.loss),
                 use_idx,
+                self.plane,
+                self.scratch,
+                self.ahead,
             )
         };
         self.pending = Some(cubes as u32);
+    }
+
+    /// `loss_out`, failing when a persistent launch could not run its grid.
+    fn loss_and_status(&mut self) -> Result<f32> {
+        self.flush();
+        let out = self.read(&self.loss_out, 2)?;
+        if out[1] != 0.0 {
+            let cubes = self.persistent.as_ref().map_or(0, |p| p.cubes);
+            return Err(FerroError::BackendFailed {
+                backend: "cubecl".into(),
+                detail: format!(
+                    "the persistent fused kernel's {cubes} workgroups did not all run at once on this device; rerun with --no-persistent"
+                ),
+            });
+        }
+        Ok(out[0])
+    }
+}
+
+impl<R: Runtime> StepEngine for GpuFused<R> {
+    fn detail(&self) -> Option<String> {
+        Some(match &self.persistent {
+            Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
+            None if self.cfg.persistent && whole_steps(&self.cfg) => {
+                "two launches per step: the persistent kernel's workgroups cannot all run at once here".into()
+            }
+            None => "two launches per step".into(),
+        })
+    }
+
+    fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
+        let scale = 1.0 / (count * self.cfg.model.outputs) as f32;
+        if let (Some(_), None, None, Batch::Range(s, e)) =
+            (&self.persistent, self.pending, self.deferred, batch)
+        {
+            if e - s == count {
+                // A whole step in one range: it can join the persistent queue.
+                self.deferred = Some((*s as u32, count as u32, scale));
+                return Ok(());
+            }
+        }
+        self.settle();
+        if self.pending.is_some() {
+            self.reduce(false, 0.0);
+        }
+        match batch {
+            Batch::Range(s, e) => self.launch_grad(*s, e - s, None, scale),
+            Batch::Indices(v) => {
+                let idx = self.client.create_from_slice(pod_bytes(v));
+                self.launch_grad(0, v.len(), Some(idx), scale)
+            }
+        }
         Ok(())
     }
 
     fn apply(&mut self, lr: f64) -> Result<()> {
         self.step += 1;
+        if let Some((start, len, scale)) = self.deferred.take() {
+            let step = QueuedStep::new(start, len, scale, lr, self.step);
+            self.enqueue(step);
+            return Ok(());
+        }
         self.reduce(true, lr);
         Ok(())
     }
 
     fn last_loss(&mut self) -> Result<f64> {
-        Ok(self.read(&self.loss_out, 1)?[0] as f64)
+        Ok(self.loss_and_status()? as f64)
     }
 
     fn sync(&mut self) -> Result<()> {
+        self.flush();
         cubecl::future::block_on(self.client.sync()).map_err(|e| FerroError::BackendFailed {
             backend: "cubecl".into(),
             detail: format!("{e:?}"),
@@ -232,10 +333,12 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     }
 
     fn params(&mut self) -> Result<Params> {
+        self.loss_and_status()?;
         Ok(self.template.with_flat(&self.read(&self.params, self.np)?))
     }
 
     fn optimizer_state(&mut self) -> Result<OptState> {
+        self.settle();
         if self.pending.is_some() {
             self.reduce(false, 0.0);
         }
@@ -247,6 +350,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     }
 
     fn take_gradient(&mut self) -> Result<Vec<f32>> {
+        self.settle();
         if self.pending.is_some() {
             self.reduce(false, 0.0);
         }
@@ -259,12 +363,14 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
 
     fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()> {
         // The summed gradient becomes the carry; an update with no new partials applies it.
+        self.settle();
         self.carry = self.client.create_from_slice(pod_bytes(g));
         self.pending = None;
         self.apply(lr)
     }
 
     fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
+        self.flush();
         let pad = |v: &[f32]| {
             let mut out = v.to_vec();
             out.resize(self.np + 1, 0.0);

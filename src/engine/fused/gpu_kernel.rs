@@ -1,13 +1,14 @@
-//! The fused GPU training step as two CubeCL kernels (one source for Vulkan,
-//! DX12, Metal through wgpu, and CUDA).
+//! The fused GPU training step as two CubeCL kernels per optimizer step (one
+//! source for Vulkan, DX12, Metal through wgpu, and CUDA). The general form:
+//! any micro-batch (ranges or index lists) and gradient accumulation. Full-batch
+//! steps usually run in [`super::gpu_persistent`] instead, many per launch.
 //!
 //! `fused_grad`: one pass over the points of a micro-batch. Each unit walks a
-//! grid-stride loop; for each point it runs forward, loss and backward with the
-//! weights in shared memory and the hidden activations and its own gradient
-//! accumulators in registers (the hidden width is a compile-time constant, so
-//! the loops unroll). At the end each cube reduces its units' accumulators in
-//! shared memory and writes one row of partial sums: `partials[cube][p + 1]`
-//! (the last column is the loss).
+//! grid-stride loop ([`point_pass`]) with the weights in shared memory and the
+//! hidden activations and its own gradient accumulators in registers (the
+//! hidden width is a compile-time constant, so the loops unroll). Each cube
+//! then reduces its units' accumulators ([`cube_rows`]) and writes one row of
+//! partial sums: `partials[cube][p + 1]` (the last column is the loss).
 //!
 //! `reduce_update`: one cube; its units split the partial rows of each parameter
 //! between them and combine in shared memory. Sums the partial rows,
@@ -19,112 +20,13 @@
 //! and outputs, at most [`MAX_GPU_PARAMS`] parameters (each unit keeps one
 //! accumulator per parameter in registers), f32.
 
+use super::gpu_ops::{cube_rows, new_m, new_p, new_v, point_pass};
 use cubecl::prelude::*;
 
 pub use super::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
-/// Units per cube of `fused_grad` (a power of two, for the tree reduction).
-pub const CUBE_UNITS: u32 = 256;
-/// Accumulators reduced together per round of the cube reduction.
-const ROWS: usize = 8;
-
-/// act(z). `act`: 0 relu, 1 tanh, 2 sigmoid, 3 silu, 4 gelu.
-#[cube]
-fn act_fwd<F: Float>(z: F, #[comptime] act: u32) -> F {
-    if act == 0 {
-        if z > F::new(0.0) {
-            z
-        } else {
-            F::new(0.0)
-        }
-    } else if act == 1 {
-        F::tanh(z)
-    } else if act == 2 {
-        F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z))
-    } else if act == 3 {
-        z / (F::new(1.0) + F::exp(F::new(0.0) - z))
-    } else {
-        F::new(0.5) * z * (F::new(1.0) + F::erf(z * F::new(0.70710677)))
-    }
-}
-
-/// d act(z) / dz.
-#[cube]
-fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
-    if act == 0 {
-        if z > F::new(0.0) {
-            F::new(1.0)
-        } else {
-            F::new(0.0)
-        }
-    } else if act == 1 {
-        let t = F::tanh(z);
-        F::new(1.0) - t * t
-    } else if act == 2 {
-        let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
-        s * (F::new(1.0) - s)
-    } else if act == 3 {
-        let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
-        s * (F::new(1.0) + z * (F::new(1.0) - s))
-    } else {
-        let cdf = F::new(0.5) * (F::new(1.0) + F::erf(z * F::new(0.70710677)));
-        cdf + z * F::exp(F::new(-0.5) * z * z) * F::new(0.398_942_3)
-    }
-}
-
-/// Loss of residual r. `loss`: 0 mse, 1 l1, 2 huber (delta 1).
-#[cube]
-fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {
-    if loss == 0 {
-        r * r
-    } else if loss == 1 {
-        F::abs(r)
-    } else {
-        let a = F::abs(r);
-        if a < F::new(1.0) {
-            F::new(0.5) * a * a
-        } else {
-            a - F::new(0.5)
-        }
-    }
-}
-
-/// d loss / d prediction.
-#[cube]
-fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
-    if loss == 0 {
-        F::new(2.0) * r
-    } else if loss == 1 {
-        if r > F::new(0.0) {
-            F::new(1.0)
-        } else if r < F::new(0.0) {
-            F::new(-1.0)
-        } else {
-            F::new(0.0)
-        }
-    } else {
-        F::clamp(r, F::new(-1.0), F::new(1.0))
-    }
-}
-
-/// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
-#[cube]
-fn pre_activation<F: Float>(
-    w: &SharedMemory<F>,
-    xs: &Array<F>,
-    j: usize,
-    #[comptime] inputs: usize,
-    #[comptime] ob1: usize,
-) -> F {
-    let mut z = w[ob1 + j];
-    #[unroll]
-    for a in 0..inputs {
-        z += w[j * inputs + a] * xs[a];
-    }
-    z
-}
+pub use super::gpu_ops::CUBE_UNITS;
 
 /// Forward, loss and backward over `count` points; per-cube partial sums out.
-/// Parameters are laid out like `Params::flatten`: `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn fused_grad<F: Float + CubeElement>(
@@ -142,12 +44,12 @@ pub fn fused_grad<F: Float + CubeElement>(
     #[comptime] act: u32,
     #[comptime] loss: u32,
     #[comptime] use_idx: bool,
+    #[comptime] plane: bool,
+    #[comptime] scratch: usize,
+    #[comptime] ahead: usize,
 ) {
-    // Offsets of w1 [H x I], b1 [H], w2 [O x H], b2 [O] in the flat parameters.
-    let ob1 = hidden * inputs;
-    let ow2 = ob1 + hidden;
-    let ob2 = ow2 + outputs * hidden;
-    let np = ob2 + outputs;
+    let np = hidden * inputs + hidden + outputs * hidden + outputs;
+    let width = np + 1;
     let mut w = SharedMemory::<F>::new(np);
     let mut k = UNIT_POS as usize;
     while k < np {
@@ -156,102 +58,36 @@ pub fn fused_grad<F: Float + CubeElement>(
     }
     sync_cube();
 
-    let mut acc = Array::<F>::new(np + 1);
+    let mut acc = Array::<F>::new(width);
     #[unroll]
-    for j in 0..np + 1 {
+    for j in 0..width {
         acc[j] = F::new(0.0);
     }
-    let mut xs = Array::<F>::new(inputs);
-    let mut outs = Array::<F>::new(outputs);
-    let mut ds = Array::<F>::new(outputs);
     let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let n = count as usize;
-    let mut i = ABSOLUTE_POS;
-    while i < n {
-        let mut p = start as usize + i;
-        if use_idx {
-            p = idx[i] as usize;
-        }
-        #[unroll]
-        for a in 0..inputs {
-            xs[a] = x[p * inputs + a];
-        }
-        #[unroll]
-        for o in 0..outputs {
-            outs[o] = w[ob2 + o];
-        }
-        #[unroll]
-        for j in 0..hidden {
-            let aj = act_fwd::<F>(pre_activation::<F>(&w, &xs, j, inputs, ob1), act);
-            #[unroll]
-            for o in 0..outputs {
-                outs[o] += w[ow2 + o * hidden + j] * aj;
-            }
-        }
-        #[unroll]
-        for o in 0..outputs {
-            let r = outs[o] - y[p * outputs + o];
-            acc[np] += loss_value::<F>(r, loss);
-            let d = loss_grad::<F>(r, loss);
-            ds[o] = d;
-            acc[ob2 + o] += d;
-        }
-        #[unroll]
-        for j in 0..hidden {
-            // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
-            let zj = pre_activation::<F>(&w, &xs, j, inputs, ob1);
-            let aj = act_fwd::<F>(zj, act);
-            let mut back = F::new(0.0);
-            #[unroll]
-            for o in 0..outputs {
-                acc[ow2 + o * hidden + j] += ds[o] * aj;
-                back += w[ow2 + o * hidden + j] * ds[o];
-            }
-            let dz = back * act_bwd::<F>(zj, act);
-            #[unroll]
-            for a in 0..inputs {
-                acc[j * inputs + a] += dz * xs[a];
-            }
-            acc[ob1 + j] += dz;
-        }
-        i += stride;
-    }
-
-    // Tree-reduce the accumulators across the cube, ROWS at a time: the
-    // unrolled part is only the stores, the tree is one runtime loop.
-    let mut red = SharedMemory::<F>::new(ROWS * 256usize);
+    point_pass::<F>(
+        x,
+        y,
+        idx,
+        &w,
+        &mut acc,
+        start,
+        count,
+        ABSOLUTE_POS,
+        stride,
+        inputs,
+        hidden,
+        outputs,
+        act,
+        loss,
+        use_idx,
+        ahead,
+    );
+    let mut red = SharedMemory::<F>::new(scratch);
+    let mut row = SharedMemory::<F>::new(width);
+    cube_rows::<F>(&acc, scale, &mut red, &mut row, width, plane);
     let unit = UNIT_POS as usize;
-    let rows_total = np + 1;
-    #[unroll]
-    for c in 0..rows_total.div_ceil(ROWS) {
-        #[unroll]
-        for r in 0..ROWS {
-            let j = c * ROWS + r;
-            if j < rows_total {
-                red[r * 256usize + unit] = acc[j] * scale;
-            } else {
-                red[r * 256usize + unit] = F::new(0.0);
-            }
-        }
-        sync_cube();
-        let mut half = (CUBE_DIM / 2u32) as usize;
-        while half > 0usize {
-            if unit < half {
-                for r in 0..ROWS {
-                    let other = red[r * 256usize + unit + half];
-                    red[r * 256usize + unit] += other;
-                }
-            }
-            sync_cube();
-            half /= 2usize;
-        }
-        if unit < ROWS {
-            let j = c * ROWS + unit;
-            if j < rows_total {
-                partials[CUBE_POS * rows_total + j] = red[unit * 256usize];
-            }
-        }
-        sync_cube();
+    if unit < width {
+        partials[CUBE_POS * width + unit] = row[unit];
     }
 }
 
@@ -308,32 +144,11 @@ pub fn reduce_update<F: Float + CubeElement>(
                 loss_out[0] = total;
             } else {
                 let pj = params[t];
-                if opt == 0 {
-                    params[t] = pj - lr * (total + wd * pj);
-                } else if opt == 1 {
-                    let g = total + wd * pj;
-                    let mut mj = g;
-                    if first == 0u32 {
-                        mj = F::new(0.9) * m[t] + g;
-                    }
-                    m[t] = mj;
-                    params[t] = pj - lr * mj;
-                } else {
-                    let mut g = total;
-                    if opt == 2 {
-                        g = total + wd * pj;
-                    }
-                    let mj = F::new(0.9) * m[t] + F::new(0.1) * g;
-                    let vj = F::new(0.999) * v[t] + F::new(0.001) * g * g;
-                    m[t] = mj;
-                    v[t] = vj;
-                    let update = (mj / bias1) / (F::sqrt(vj / bias2) + F::new(0.00000001));
-                    let mut decayed = pj;
-                    if opt == 3 {
-                        decayed = pj * (F::new(1.0) - lr * wd);
-                    }
-                    params[t] = decayed - lr * update;
-                }
+                let mj = new_m::<F>(pj, total, m[t], wd, first != 0u32, opt);
+                let vj = new_v::<F>(pj, total, v[t], wd, opt);
+                m[t] = mj;
+                v[t] = vj;
+                params[t] = new_p::<F>(pj, mj, vj, total, lr, wd, bias1, bias2, opt);
             }
         }
     }

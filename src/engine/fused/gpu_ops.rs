@@ -1,0 +1,436 @@
+//! Device functions shared by the fused GPU kernels ([`super::gpu_kernel`],
+//! [`super::gpu_persistent`]): activations and losses with their derivatives,
+//! the per-point forward+backward pass, the cube-wide reductions and the
+//! optimizer update. One definition each, so the two-launch and the
+//! persistent kernels cannot drift apart.
+
+use cubecl::prelude::*;
+
+/// Units per cube of the fused kernels (a power of two, for the tree reductions).
+pub const CUBE_UNITS: u32 = 256;
+/// Accumulators reduced together per round of the shared-memory tree reduction.
+pub const ROWS: usize = 8;
+/// Whether the fused kernels reduce with plane sums on a device whose
+/// smallest plane (warp, subgroup) has `plane_min` units: they need plane
+/// operations and planes of at least 4 (a known, bounded number per cube).
+pub fn use_planes(has_plane_ops: bool, plane_min: u32) -> bool {
+    has_plane_ops && plane_min >= 4 && plane_min.is_power_of_two()
+}
+
+/// Shared-memory scratch that [`cube_rows`] and [`cube_sum`] need for a
+/// gradient row of `width` values: one row per plane, or the tree's rows.
+pub fn scratch_len(width: usize, plane: bool, plane_min: u32) -> usize {
+    if plane {
+        (CUBE_UNITS / plane_min) as usize * width
+    } else {
+        ROWS * CUBE_UNITS as usize
+    }
+}
+
+/// act(z). `act`: 0 relu, 1 tanh, 2 sigmoid, 3 silu, 4 gelu.
+#[cube]
+pub fn act_fwd<F: Float>(z: F, #[comptime] act: u32) -> F {
+    if act == 0 {
+        if z > F::new(0.0) {
+            z
+        } else {
+            F::new(0.0)
+        }
+    } else if act == 1 {
+        F::tanh(z)
+    } else if act == 2 {
+        F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z))
+    } else if act == 3 {
+        z / (F::new(1.0) + F::exp(F::new(0.0) - z))
+    } else {
+        F::new(0.5) * z * (F::new(1.0) + F::erf(z * F::new(0.70710677)))
+    }
+}
+
+/// d act(z) / dz.
+#[cube]
+pub fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
+    if act == 0 {
+        if z > F::new(0.0) {
+            F::new(1.0)
+        } else {
+            F::new(0.0)
+        }
+    } else if act == 1 {
+        let t = F::tanh(z);
+        F::new(1.0) - t * t
+    } else if act == 2 {
+        let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
+        s * (F::new(1.0) - s)
+    } else if act == 3 {
+        let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
+        s * (F::new(1.0) + z * (F::new(1.0) - s))
+    } else {
+        let cdf = F::new(0.5) * (F::new(1.0) + F::erf(z * F::new(0.70710677)));
+        cdf + z * F::exp(F::new(-0.5) * z * z) * F::new(0.398_942_3)
+    }
+}
+
+/// Loss of residual r. `loss`: 0 mse, 1 l1, 2 huber (delta 1).
+#[cube]
+pub fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {
+    if loss == 0 {
+        r * r
+    } else if loss == 1 {
+        F::abs(r)
+    } else {
+        let a = F::abs(r);
+        if a < F::new(1.0) {
+            F::new(0.5) * a * a
+        } else {
+            a - F::new(0.5)
+        }
+    }
+}
+
+/// d loss / d prediction.
+#[cube]
+pub fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
+    if loss == 0 {
+        F::new(2.0) * r
+    } else if loss == 1 {
+        if r > F::new(0.0) {
+            F::new(1.0)
+        } else if r < F::new(0.0) {
+            F::new(-1.0)
+        } else {
+            F::new(0.0)
+        }
+    } else {
+        F::clamp(r, F::new(-1.0), F::new(1.0))
+    }
+}
+
+/// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
+#[cube]
+pub fn pre_activation<F: Float>(
+    w: &SharedMemory<F>,
+    xs: &Array<F>,
+    j: usize,
+    #[comptime] inputs: usize,
+    #[comptime] ob1: usize,
+) -> F {
+    let mut z = w[ob1 + j];
+    #[unroll]
+    for a in 0..inputs {
+        z += w[j * inputs + a] * xs[a];
+    }
+    z
+}
+
+/// Points whose inputs a unit loads together before computing any of them on
+/// a GPU (more loads in flight per thread: the pass is latency-bound at large
+/// N). Software devices (lavapipe) use 1: they gain nothing, and compiling
+/// the unrolled code takes their LLVM minutes at 64 hidden units.
+pub const LOAD_AHEAD: usize = 4;
+
+/// Forward, loss and backward for the points `first, first + stride, …` below
+/// `count` of the micro-batch starting at `start` (or listed in `idx`), adding
+/// the gradient and loss of each into `acc` (`acc[np]` is the loss).
+/// Parameters in `w` are laid out like `Params::flatten`:
+/// `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn point_pass<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    idx: &Array<u32>,
+    w: &SharedMemory<F>,
+    acc: &mut Array<F>,
+    start: u32,
+    count: u32,
+    first: usize,
+    stride: usize,
+    #[comptime] inputs: usize,
+    #[comptime] hidden: usize,
+    #[comptime] outputs: usize,
+    #[comptime] act: u32,
+    #[comptime] loss: u32,
+    #[comptime] use_idx: bool,
+    #[comptime] ahead: usize,
+) {
+    let mut xk = Array::<F>::new(ahead * inputs);
+    let mut yk = Array::<F>::new(ahead * outputs);
+    let n = count as usize;
+    let mut i = first;
+    // Whole groups of `ahead` points: every load first, then the arithmetic.
+    while i + (ahead - 1usize) * stride < n {
+        #[unroll]
+        for u in 0..ahead {
+            let mut p = start as usize + i + u * stride;
+            if use_idx {
+                p = idx[i + u * stride] as usize;
+            }
+            #[unroll]
+            for a in 0..inputs {
+                xk[u * inputs + a] = x[p * inputs + a];
+            }
+            #[unroll]
+            for o in 0..outputs {
+                yk[u * outputs + o] = y[p * outputs + o];
+            }
+        }
+        #[unroll]
+        for u in 0..ahead {
+            point_grad::<F>(&xk, &yk, u, w, acc, inputs, hidden, outputs, act, loss);
+        }
+        i += ahead * stride;
+    }
+    // The remaining points, one at a time (none when loading one at a time).
+    if ahead > 1 {
+        while i < n {
+            let mut p = start as usize + i;
+            if use_idx {
+                p = idx[i] as usize;
+            }
+            #[unroll]
+            for a in 0..inputs {
+                xk[a] = x[p * inputs + a];
+            }
+            #[unroll]
+            for o in 0..outputs {
+                yk[o] = y[p * outputs + o];
+            }
+            point_grad::<F>(&xk, &yk, 0usize, w, acc, inputs, hidden, outputs, act, loss);
+            i += stride;
+        }
+    }
+}
+
+/// Forward, loss and backward of point `u` of `xk`/`yk`, added into `acc`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn point_grad<F: Float>(
+    xk: &Array<F>,
+    yk: &Array<F>,
+    #[comptime] u: usize,
+    w: &SharedMemory<F>,
+    acc: &mut Array<F>,
+    #[comptime] inputs: usize,
+    #[comptime] hidden: usize,
+    #[comptime] outputs: usize,
+    #[comptime] act: u32,
+    #[comptime] loss: u32,
+) {
+    let ob1 = hidden * inputs;
+    let ow2 = ob1 + hidden;
+    let ob2 = ow2 + outputs * hidden;
+    let np = ob2 + outputs;
+    let mut xs = Array::<F>::new(inputs);
+    let mut outs = Array::<F>::new(outputs);
+    let mut ds = Array::<F>::new(outputs);
+    #[unroll]
+    for a in 0..inputs {
+        xs[a] = xk[u * inputs + a];
+    }
+    #[unroll]
+    for o in 0..outputs {
+        outs[o] = w[ob2 + o];
+    }
+    #[unroll]
+    for j in 0..hidden {
+        let aj = act_fwd::<F>(pre_activation::<F>(w, &xs, j, inputs, ob1), act);
+        #[unroll]
+        for o in 0..outputs {
+            outs[o] += w[ow2 + o * hidden + j] * aj;
+        }
+    }
+    #[unroll]
+    for o in 0..outputs {
+        let r = outs[o] - yk[u * outputs + o];
+        acc[np] += loss_value::<F>(r, loss);
+        let d = loss_grad::<F>(r, loss);
+        ds[o] = d;
+        acc[ob2 + o] += d;
+    }
+    #[unroll]
+    for j in 0..hidden {
+        // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
+        let zj = pre_activation::<F>(w, &xs, j, inputs, ob1);
+        let aj = act_fwd::<F>(zj, act);
+        let mut back = F::new(0.0);
+        #[unroll]
+        for o in 0..outputs {
+            acc[ow2 + o * hidden + j] += ds[o] * aj;
+            back += w[ow2 + o * hidden + j] * ds[o];
+        }
+        let dz = back * act_bwd::<F>(zj, act);
+        #[unroll]
+        for a in 0..inputs {
+            acc[j * inputs + a] += dz * xs[a];
+        }
+        acc[ob1 + j] += dz;
+    }
+}
+
+/// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
+/// With `plane`, a plane sum per value then one pass over the planes; else a
+/// shared-memory tree, [`ROWS`] values at a time. Both orders are fixed, so the
+/// result is deterministic. `red` holds [`scratch_len`] values. Needs
+/// `width <= CUBE_UNITS`.
+#[cube]
+pub fn cube_rows<F: Float>(
+    acc: &Array<F>,
+    scale: F,
+    red: &mut SharedMemory<F>,
+    row: &mut SharedMemory<F>,
+    #[comptime] width: usize,
+    #[comptime] plane: bool,
+) {
+    let unit = UNIT_POS as usize;
+    if plane {
+        let planes = (CUBE_DIM / PLANE_DIM) as usize;
+        let pid = (UNIT_POS / PLANE_DIM) as usize;
+        #[unroll]
+        for j in 0..width {
+            let s = plane_sum(acc[j] * scale);
+            if UNIT_POS_PLANE == 0u32 {
+                red[pid * width + j] = s;
+            }
+        }
+        sync_cube();
+        if unit < width {
+            let mut s = F::new(0.0);
+            for p in 0..planes {
+                s += red[p * width + unit];
+            }
+            row[unit] = s;
+        }
+        sync_cube();
+    } else {
+        let units = CUBE_UNITS as usize;
+        #[unroll]
+        for c in 0..width.div_ceil(ROWS) {
+            #[unroll]
+            for r in 0..ROWS {
+                let j = c * ROWS + r;
+                if j < width {
+                    red[r * units + unit] = acc[j] * scale;
+                } else {
+                    red[r * units + unit] = F::new(0.0);
+                }
+            }
+            sync_cube();
+            let mut half = (CUBE_DIM / 2u32) as usize;
+            while half > 0usize {
+                if unit < half {
+                    for r in 0..ROWS {
+                        let other = red[r * units + unit + half];
+                        red[r * units + unit] += other;
+                    }
+                }
+                sync_cube();
+                half /= 2usize;
+            }
+            if unit < ROWS {
+                let j = c * ROWS + unit;
+                if j < width {
+                    row[j] = red[unit * units];
+                }
+            }
+            sync_cube();
+        }
+    }
+}
+
+/// The sum of `value` over the cube's units, valid in unit 0 (fixed order).
+#[cube]
+pub fn cube_sum<F: Float>(value: F, red: &mut SharedMemory<F>, #[comptime] plane: bool) -> F {
+    let unit = UNIT_POS as usize;
+    let mut total = F::new(0.0);
+    if plane {
+        let planes = (CUBE_DIM / PLANE_DIM) as usize;
+        let s = plane_sum(value);
+        if UNIT_POS_PLANE == 0u32 {
+            red[(UNIT_POS / PLANE_DIM) as usize] = s;
+        }
+        sync_cube();
+        if unit == 0usize {
+            for p in 0..planes {
+                total += red[p];
+            }
+        }
+    } else {
+        red[unit] = value;
+        sync_cube();
+        let mut half = (CUBE_DIM / 2u32) as usize;
+        while half > 0usize {
+            if unit < half {
+                let other = red[unit + half];
+                red[unit] += other;
+            }
+            sync_cube();
+            half /= 2usize;
+        }
+        total = red[0];
+    }
+    sync_cube();
+    total
+}
+
+/// First moment after a step with gradient `g` (momentum: the velocity).
+/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw.
+#[cube]
+pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: u32) -> F {
+    let mut out = m;
+    if opt == 1 {
+        out = g + wd * p;
+        if !first {
+            out += F::new(0.9) * m;
+        }
+    } else if opt >= 2 {
+        let mut gg = g;
+        if opt == 2 {
+            gg = g + wd * p;
+        }
+        out = F::new(0.9) * m + F::new(0.1) * gg;
+    }
+    out
+}
+
+/// Second moment after a step with gradient `g` (Adam, AdamW).
+#[cube]
+pub fn new_v<F: Float>(p: F, g: F, v: F, wd: F, #[comptime] opt: u32) -> F {
+    let mut out = v;
+    if opt >= 2 {
+        let mut gg = g;
+        if opt == 2 {
+            gg = g + wd * p;
+        }
+        out = F::new(0.999) * v + F::new(0.001) * gg * gg;
+    }
+    out
+}
+
+/// The parameter after a step, given the moments [`new_m`] and [`new_v`] returned.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn new_p<F: Float>(
+    p: F,
+    m: F,
+    v: F,
+    g: F,
+    lr: F,
+    wd: F,
+    bias1: F,
+    bias2: F,
+    #[comptime] opt: u32,
+) -> F {
+    let mut out = p - lr * (g + wd * p);
+    if opt == 1 {
+        out = p - lr * m;
+    } else if opt >= 2 {
+        let update = (m / bias1) / (F::sqrt(v / bias2) + F::new(0.00000001));
+        let mut decayed = p;
+        if opt == 3 {
+            decayed = p * (F::new(1.0) - lr * wd);
+        }
+        out = decayed - lr * update;
+    }
+    out
+}
