@@ -1,17 +1,11 @@
 #!/usr/bin/env bash
-# Session 3 on the H200, one call: the persistent kernel's correctness (test
-# binaries on CPU, Vulkan and CUDA), the grid its probe picks, the seed job
-# beside the peers, H = 64 beside JAX, and the N sweep with and without the
-# persistent kernel. Everything lands in $OUT.
+# Session 3 on the H200, one call: the grid the persistent kernel's probe
+# picks (and its loss beside two launches per step), the seed job beside the
+# peers, H = 64 beside JAX, the N sweep with and without the persistent kernel,
+# then the test binaries on CPU, Vulkan and CUDA. Everything lands in $OUT.
 set -u
 . benches/device/setup.sh
 B=/tmp/ferrofit
-for t in persistent gradients training; do
-  gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
-  echo "== test $t"
-  FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 150 "/tmp/test_$t" --test-threads 1 --nocapture > "$OUT/test_$t.txt" 2>&1
-  grep -E "^test |test result|panicked" "$OUT/test_$t.txt" | sort | uniq -c
-done
 summary='import json,sys; r=json.load(sys.stdin); print(f"{r[\"train_seconds\"]*1e3:.3f} ms, loss {r[\"final_loss\"]:.6f}, {r.get(\"engine_note\")}")'
 echo "== grid (seed job, one train each)"
 for b in cuda vulkan; do
@@ -31,3 +25,9 @@ for n in 10000 100000 1000000 10000000 100000000; do
       | grep '^| ferrofit' | sed "s/^/n=$n ${p:-persistent} /"
   done
 done | tee "$OUT/sweep.txt"
+for t in persistent gradients training; do
+  gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
+  echo "== test $t"
+  FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 110 "/tmp/test_$t" --test-threads 1 --nocapture > "$OUT/test_$t.txt" 2>&1
+  grep -E "^test |test result|panicked" "$OUT/test_$t.txt" | sort | uniq -c
+done
