@@ -141,7 +141,8 @@ impl<R: Runtime> GpuFused<R> {
             template: init,
             plane,
             scratch: scratch_len(np + 1, plane, plane_min),
-            ahead: if software { 1 } else { LOAD_AHEAD },
+            // Wide models spill registers already: loading ahead only adds code.
+            ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
             persistent: None,
             deferred: None,
         };

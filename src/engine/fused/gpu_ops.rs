@@ -109,7 +109,7 @@ pub fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
 /// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
 #[cube]
 pub fn pre_activation<F: Float>(
-    w: &SharedMemory<F>,
+    w: &Array<F>,
     xs: &Array<F>,
     j: usize,
     #[comptime] inputs: usize,
@@ -154,6 +154,14 @@ pub fn point_pass<F: Float>(
     #[comptime] use_idx: bool,
     #[comptime] ahead: usize,
 ) {
+    // The weights move to registers once per pass: every point reads each
+    // of them twice, and shared-memory loads would outnumber the arithmetic.
+    let np = hidden * inputs + hidden + outputs * hidden + outputs;
+    let mut wr = Array::<F>::new(np);
+    #[unroll]
+    for k in 0..np {
+        wr[k] = w[k];
+    }
     let mut xk = Array::<F>::new(ahead * inputs);
     let mut yk = Array::<F>::new(ahead * outputs);
     let n = count as usize;
@@ -177,7 +185,7 @@ pub fn point_pass<F: Float>(
         }
         #[unroll]
         for u in 0..ahead {
-            point_grad::<F>(&xk, &yk, u, w, acc, inputs, hidden, outputs, act, loss);
+            point_grad::<F>(&xk, &yk, u, &wr, acc, inputs, hidden, outputs, act, loss);
         }
         i += ahead * stride;
     }
@@ -196,7 +204,7 @@ pub fn point_pass<F: Float>(
             for o in 0..outputs {
                 yk[o] = y[p * outputs + o];
             }
-            point_grad::<F>(&xk, &yk, 0usize, w, acc, inputs, hidden, outputs, act, loss);
+            point_grad::<F>(&xk, &yk, 0usize, &wr, acc, inputs, hidden, outputs, act, loss);
             i += stride;
         }
     }
@@ -209,7 +217,7 @@ fn point_grad<F: Float>(
     xk: &Array<F>,
     yk: &Array<F>,
     #[comptime] u: usize,
-    w: &SharedMemory<F>,
+    w: &Array<F>,
     acc: &mut Array<F>,
     #[comptime] inputs: usize,
     #[comptime] hidden: usize,

@@ -10,8 +10,9 @@
 //!    ([`point_pass`]) and reduces them to one row ([`cube_rows`]);
 //! 2. it publishes the row in `rows[buf][cube]`;
 //! 3. cube `c` sums column `j ≡ c (mod cubes)` over all rows (fixed order) and
-//!    publishes the total in `totals[buf][j]`;
-//! 4. every cube reads all totals and applies the optimizer to its own copy of
+//!    writes the total into every cube's mailbox `totals[buf][cube][j]` (one
+//!    poller per slot: polling one shared slot from every cube serialises);
+//! 4. every cube reads its mailbox and applies the optimizer to its own copy of
 //!    the weights and moments in shared memory — the same arithmetic in the same
 //!    order, so the copies stay bit-identical; cube 0 writes them back at the end.
 //!
@@ -113,6 +114,7 @@ pub fn fused_steps<F: Float + CubeElement>(
     let mut row = SharedMemory::<F>::new(width);
     let mut red = SharedMemory::<F>::new(scratch);
     let mut flag = SharedMemory::<u32>::new(1usize);
+    let mut bcast = SharedMemory::<F>::new(1usize);
     let mut k = t;
     while k < width {
         w[k] = F::new(0.0);
@@ -181,12 +183,22 @@ pub fn fused_steps<F: Float + CubeElement>(
             }
             let total = cube_sum::<F>(sum, &mut red, plane);
             if t == 0 {
-                totals[buf * width + j].store(tagged::<F>(total, tag));
+                bcast[0] = total;
             }
+            sync_cube();
+            // Into every cube's own mailbox: one poller per slot, no contention.
+            let tot = bcast[0];
+            let mut r = t;
+            while r < cubes {
+                totals[(buf * cubes + r) * width + j].store(tagged::<F>(tot, tag));
+                r += units;
+            }
+            sync_cube();
             j += cubes;
         }
         if t < width {
-            let g = await_tagged::<F>(totals, buf * width + t, tag, spin_limit, status, &mut flag);
+            let i = (buf * cubes + c) * width + t;
+            let g = await_tagged::<F>(totals, i, tag, spin_limit, status, &mut flag);
             if t == np {
                 w[np] = g;
             } else {

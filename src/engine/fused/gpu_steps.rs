@@ -90,7 +90,9 @@ impl Persistent {
         }?;
         // As many cubes as the points need at the usual points per unit, up to the probe's grid.
         let per_cube = CUBE_UNITS as usize * engine.cfg.points_per_unit.unwrap_or(16);
-        let cubes = (engine.n.div_ceil(per_cube) as u32).clamp(1, max);
+        // At least one cube per gradient column, so the columns reduce in parallel.
+        let width = engine.np as u32 + 1;
+        let cubes = (engine.n.div_ceil(per_cube) as u32).max(width).clamp(1, max);
         Some(Persistent::fresh(engine, cubes))
     }
 
@@ -101,7 +103,7 @@ impl Persistent {
         Persistent {
             cubes,
             rows: ones(2 * cubes as usize * width),
-            totals: ones(2 * width),
+            totals: ones(2 * cubes as usize * width),
             status: engine.client.create_from_slice(pod_bytes(&[0u32])),
             epoch: 0,
             queue: Vec::new(),
@@ -184,7 +186,7 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
             ArrayArg::from_raw_parts(engine.v.clone(), width),
             ArrayArg::from_raw_parts(engine.loss_out.clone(), 2),
             ArrayArg::from_raw_parts(p.rows.clone(), 2 * p.cubes as usize * width),
-            ArrayArg::from_raw_parts(p.totals.clone(), 2 * width),
+            ArrayArg::from_raw_parts(p.totals.clone(), 2 * p.cubes as usize * width),
             ArrayArg::from_raw_parts(p.status.clone(), 1),
             ArrayArg::from_raw_parts(plan_u_h, plan_u.len()),
             ArrayArg::from_raw_parts(plan_f_h, plan_f.len()),
