@@ -106,19 +106,35 @@ pub fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
     }
 }
 
+/// Largest parameter count whose weights the point pass copies to registers
+/// (past it they stay in shared memory: copies would spill).
+pub const REGISTER_WEIGHTS: usize = 64;
+
+/// Weight `i`: from the register copy `wr` when `regs`, else from shared `w`.
+#[cube]
+fn weight<F: Float>(w: &SharedMemory<F>, wr: &Array<F>, i: usize, #[comptime] regs: bool) -> F {
+    if regs {
+        wr[i]
+    } else {
+        w[i]
+    }
+}
+
 /// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
 #[cube]
 pub fn pre_activation<F: Float>(
-    w: &Array<F>,
+    w: &SharedMemory<F>,
+    wr: &Array<F>,
     xs: &Array<F>,
     j: usize,
     #[comptime] inputs: usize,
     #[comptime] ob1: usize,
+    #[comptime] regs: bool,
 ) -> F {
-    let mut z = w[ob1 + j];
+    let mut z = weight::<F>(w, wr, ob1 + j, regs);
     #[unroll]
     for a in 0..inputs {
-        z += w[j * inputs + a] * xs[a];
+        z += weight::<F>(w, wr, j * inputs + a, regs) * xs[a];
     }
     z
 }
@@ -154,13 +170,17 @@ pub fn point_pass<F: Float>(
     #[comptime] use_idx: bool,
     #[comptime] ahead: usize,
 ) {
-    // The weights move to registers once per pass: every point reads each
-    // of them twice, and shared-memory loads would outnumber the arithmetic.
+    // Small models' weights move to registers once per pass: every point
+    // reads each of them twice, and shared-memory loads would outnumber the
+    // arithmetic. Wide ones stay in shared memory (copies would spill).
     let np = hidden * inputs + hidden + outputs * hidden + outputs;
+    let regs = np <= REGISTER_WEIGHTS;
     let mut wr = Array::<F>::new(np);
-    #[unroll]
-    for k in 0..np {
-        wr[k] = w[k];
+    if regs {
+        #[unroll]
+        for k in 0..np {
+            wr[k] = w[k];
+        }
     }
     let mut xk = Array::<F>::new(ahead * inputs);
     let mut yk = Array::<F>::new(ahead * outputs);
@@ -185,7 +205,7 @@ pub fn point_pass<F: Float>(
         }
         #[unroll]
         for u in 0..ahead {
-            point_grad::<F>(&xk, &yk, u, &wr, acc, inputs, hidden, outputs, act, loss);
+            point_grad::<F>(&xk, &yk, u, w, &wr, acc, inputs, hidden, outputs, act, loss, regs);
         }
         i += ahead * stride;
     }
@@ -204,7 +224,9 @@ pub fn point_pass<F: Float>(
             for o in 0..outputs {
                 yk[o] = y[p * outputs + o];
             }
-            point_grad::<F>(&xk, &yk, 0usize, &wr, acc, inputs, hidden, outputs, act, loss);
+            point_grad::<F>(
+                &xk, &yk, 0usize, w, &wr, acc, inputs, hidden, outputs, act, loss, regs,
+            );
             i += stride;
         }
     }
@@ -217,13 +239,15 @@ fn point_grad<F: Float>(
     xk: &Array<F>,
     yk: &Array<F>,
     #[comptime] u: usize,
-    w: &Array<F>,
+    w: &SharedMemory<F>,
+    wr: &Array<F>,
     acc: &mut Array<F>,
     #[comptime] inputs: usize,
     #[comptime] hidden: usize,
     #[comptime] outputs: usize,
     #[comptime] act: u32,
     #[comptime] loss: u32,
+    #[comptime] regs: bool,
 ) {
     let ob1 = hidden * inputs;
     let ow2 = ob1 + hidden;
@@ -238,14 +262,14 @@ fn point_grad<F: Float>(
     }
     #[unroll]
     for o in 0..outputs {
-        outs[o] = w[ob2 + o];
+        outs[o] = weight::<F>(w, wr, ob2 + o, regs);
     }
     #[unroll]
     for j in 0..hidden {
-        let aj = act_fwd::<F>(pre_activation::<F>(w, &xs, j, inputs, ob1), act);
+        let aj = act_fwd::<F>(pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs), act);
         #[unroll]
         for o in 0..outputs {
-            outs[o] += w[ow2 + o * hidden + j] * aj;
+            outs[o] += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * aj;
         }
     }
     #[unroll]
@@ -259,13 +283,13 @@ fn point_grad<F: Float>(
     #[unroll]
     for j in 0..hidden {
         // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
-        let zj = pre_activation::<F>(w, &xs, j, inputs, ob1);
+        let zj = pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs);
         let aj = act_fwd::<F>(zj, act);
         let mut back = F::new(0.0);
         #[unroll]
         for o in 0..outputs {
             acc[ow2 + o * hidden + j] += ds[o] * aj;
-            back += w[ow2 + o * hidden + j] * ds[o];
+            back += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * ds[o];
         }
         let dz = back * act_bwd::<F>(zj, act);
         #[unroll]
