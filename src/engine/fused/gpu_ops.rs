@@ -205,7 +205,9 @@ pub fn point_pass<F: Float>(
         }
         #[unroll]
         for u in 0..ahead {
-            point_grad::<F>(&xk, &yk, u, w, &wr, acc, inputs, hidden, outputs, act, loss, regs);
+            point_grad::<F>(
+                &xk, &yk, u, w, &wr, acc, inputs, hidden, outputs, act, loss, regs,
+            );
         }
         i += ahead * stride;
     }

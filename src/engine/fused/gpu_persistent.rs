@@ -60,7 +60,7 @@ fn await_tagged<F: Float>(
     let mut gave_up = false;
     while (bits & 1u32) != tag && !gave_up {
         tries += 1u32;
-        if tries % 64u32 == 0u32 && (tries >= limit || status[0].load() != 0u32) {
+        if (tries & 63u32) == 0u32 && (tries >= limit || status[0].load() != 0u32) {
             gave_up = true;
         }
         bits = slots[i].load();

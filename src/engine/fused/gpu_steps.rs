@@ -92,7 +92,9 @@ impl Persistent {
         let per_cube = CUBE_UNITS as usize * engine.cfg.points_per_unit.unwrap_or(16);
         // At least one cube per gradient column, so the columns reduce in parallel.
         let width = engine.np as u32 + 1;
-        let cubes = (engine.n.div_ceil(per_cube) as u32).max(width).clamp(1, max);
+        let cubes = (engine.n.div_ceil(per_cube) as u32)
+            .max(width)
+            .clamp(1, max);
         Some(Persistent::fresh(engine, cubes))
     }
 
