@@ -46,11 +46,13 @@ pub struct GpuFused<R: Runtime> {
     /// Cubes whose partials are waiting to be reduced.
     pending: Option<u32>,
     pub(super) step: i32,
-    template: Params,
+    pub(super) template: Params,
     /// Whether the kernels reduce with plane (warp, subgroup) sums.
     pub(super) plane: bool,
     /// Shared-memory scratch of the reductions, in values.
     pub(super) scratch: usize,
+    /// The device is a GPU API on the CPU (lavapipe).
+    pub(super) software: bool,
     /// Points each unit loads at once ([`LOAD_AHEAD`] on hardware GPUs).
     pub(super) ahead: usize,
     /// The persistent path, when enabled and the device runs it.
@@ -143,11 +145,12 @@ impl<R: Runtime> GpuFused<R> {
             scratch: scratch_len(np + 1, plane, plane_min),
             // Wide models spill registers already: loading ahead only adds code.
             ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
+            software,
             persistent: None,
             deferred: None,
         };
         if cfg.persistent && whole_steps(cfg) {
-            engine.persistent = Persistent::start(&mut engine, device);
+            engine.persistent = Persistent::start(&engine, device);
         }
         engine
     }

@@ -3,15 +3,18 @@
 //! the weights or a sync is asked for (or the queue is full).
 //!
 //! Before first use on a device the engine probes the largest grid whose cubes
-//! all run at once: it launches a few zero-learning-rate steps with a short spin
-//! bound on 1, 2, 4, … cubes and keeps the last that finishes without a
-//! timeout (a failing grid is slow to fail, so only one is tried). The answer is cached per device and parameter count (registers). A device where
+//! all run at once: a scratch engine on zeros launches a few zero-learning-rate
+//! steps with a short spin bound on 1, 2, 4, … cubes and keeps the last that
+//! finishes without a timeout (a failing grid is slow to fail, so only one is
+//! tried). The answer is cached per device and parameter count (registers). A device where
 //! even one cube fails (or the probe panics) keeps the two-launch path.
 
 use super::gpu::{code_act, code_loss, code_opt, pod_bytes, GpuFused};
 use super::gpu_ops::CUBE_UNITS;
 use super::gpu_persistent::{fused_steps, PLAN_F, PLAN_U};
 use super::optim::{BETA1, BETA2};
+use crate::config::TrainConfig;
+use crate::task::Dataset;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 use std::collections::HashMap;
@@ -71,7 +74,7 @@ pub struct Persistent {
 impl Persistent {
     /// Probes (or recalls) the grid for `engine`'s device; `None` when the
     /// persistent kernel cannot run there.
-    pub fn start<R: Runtime>(engine: &mut GpuFused<R>, device: &R::Device) -> Option<Persistent> {
+    pub fn start<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<Persistent> {
         // Residency depends on the kernel's registers, which its width drives.
         let key = format!("{device:?}/{}", engine.np);
         let known = PROBED
@@ -81,7 +84,7 @@ impl Persistent {
         let max = match known {
             Some(g) => g,
             None => {
-                let g = probe(engine);
+                let g = probe(engine, device);
                 if let Ok(mut m) = PROBED.lock() {
                     m.get_or_insert_with(HashMap::new).insert(key, g);
                 }
@@ -114,41 +117,44 @@ impl Persistent {
 }
 
 /// The largest grid of [`GRIDS`] that runs `engine`'s kernel with every cube
-/// resident. Leaves the engine's weights, moments and loss as they were.
-fn probe<R: Runtime>(engine: &mut GpuFused<R>) -> Option<u32> {
-    let np = engine.np;
-    let saved = [
-        (&engine.params, np),
-        (&engine.m, np + 1),
-        (&engine.v, np + 1),
-    ]
-    .map(|(h, len)| engine.read(h, len).ok());
+/// resident. The probe trains a copy of the model on zeros in its own small
+/// engine, so the run's data, weights and optimizer state are never touched
+/// (and a run whose data did not fit fails in training, as it should).
+fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
+    let cfg = &engine.cfg;
+    let points = *GRIDS.last()? as usize * CUBE_UNITS as usize;
+    let zeros = Dataset {
+        x: vec![0.0; points * cfg.model.inputs],
+        y: vec![0.0; points * cfg.model.outputs],
+        inputs: cfg.model.inputs,
+        outputs: cfg.model.outputs,
+    };
+    let probe_cfg = TrainConfig {
+        n: points,
+        persistent: false,
+        ..cfg.clone()
+    };
+    let scratch = GpuFused::<R>::new(
+        &probe_cfg,
+        &zeros,
+        engine.template.clone(),
+        device,
+        engine.software,
+    );
     let mut found = None;
     for &g in &GRIDS {
-        let mut p = Persistent::fresh(engine, g);
-        let len = engine.n.min(g as usize * CUBE_UNITS as usize) as u32;
+        let mut p = Persistent::fresh(&scratch, g);
+        let len = g * CUBE_UNITS;
         p.queue = vec![QueuedStep::new(0, len, 1.0 / len as f32, 0.0, 1); PROBE_STEPS];
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            launch(engine, &mut p, PROBE_SPIN);
-            engine.read(&engine.loss_out, 2)
+            launch(&scratch, &mut p, PROBE_SPIN);
+            scratch.read(&scratch.loss_out, 2)
         }));
         match ran {
             Ok(Ok(out)) if out[1] == 0.0 => found = Some(g),
             _ => break,
         }
     }
-    let [params, m, v] = saved;
-    let restore = |h: Option<Vec<f32>>| h.map(|v| engine.client.create_from_slice(pod_bytes(&v)));
-    match (restore(params), restore(m), restore(v)) {
-        (Some(p), Some(m), Some(v)) => {
-            engine.params = p;
-            engine.m = m;
-            engine.v = v;
-        }
-        // The state could not be saved: do not risk a probed copy.
-        _ => return None,
-    }
-    engine.loss_out = engine.client.create_from_slice(pod_bytes(&[f32::NAN, 0.0]));
     found
 }
 
