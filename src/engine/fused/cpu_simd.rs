@@ -9,8 +9,6 @@
 //! fixed, so results do not depend on threads; FMA rounds once where the
 //! portable kernel rounds twice.
 
-#![cfg(target_arch = "x86_64")]
-
 use crate::batches::Batch;
 use crate::model::Params;
 use crate::task::Dataset;

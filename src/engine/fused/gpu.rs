@@ -8,7 +8,7 @@
 use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS};
 use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
 use super::gpu_steps::{Persistent, QueuedStep};
-use super::optim::{BETA1, BETA2};
+use super::optim::bias_corrections;
 use crate::batches::Batch;
 use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
 use crate::engine::checkpoint::OptState;
@@ -174,10 +174,7 @@ impl<R: Runtime> GpuFused<R> {
         self.settle();
         let cubes = self.pending.take().unwrap_or(0);
         let wd = self.cfg.weight_decay as f32;
-        let (b1, b2) = (
-            1.0 - BETA1.powi(self.step.max(1)),
-            1.0 - BETA2.powi(self.step.max(1)),
-        );
+        let (b1, b2) = bias_corrections(self.step.max(1));
         let np = self.np;
         // SAFETY: every buffer was allocated with the lengths passed here.
         unsafe {

@@ -20,7 +20,8 @@
 //! and outputs, at most [`MAX_GPU_PARAMS`] parameters (each unit keeps one
 //! accumulator per parameter in registers), f32.
 
-use super::gpu_ops::{cube_rows, new_m, new_p, new_v, point_pass};
+use super::gpu_math::{new_m, new_p, new_v};
+use super::gpu_ops::{cube_rows, point_pass};
 use cubecl::prelude::*;
 
 pub use super::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};

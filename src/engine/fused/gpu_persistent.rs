@@ -29,7 +29,8 @@
 //! polls, or sees another cube's failure, sets `status[0]` and the launch ends
 //! early; `loss_out[1]` is then 1 and the engine reports it.
 
-use super::gpu_ops::{cube_rows, cube_sum, new_m, new_p, new_v, point_pass};
+use super::gpu_math::{new_m, new_p, new_v};
+use super::gpu_ops::{cube_rows, cube_sum, point_pass};
 use cubecl::prelude::*;
 
 /// Fields per step in the `plan_f` argument: lr, bias1, bias2, scale, first.

@@ -9,10 +9,10 @@
 //! tried). The answer is cached per device and parameter count (registers). A device where
 //! even one cube fails (or the probe panics) keeps the two-launch path.
 
-use super::gpu::{code_act, code_loss, code_opt, pod_bytes, GpuFused};
+use super::gpu::{code_act, code_loss, code_opt, pod_bytes, GpuFused, POINTS_PER_UNIT};
 use super::gpu_ops::CUBE_UNITS;
 use super::gpu_persistent::{fused_steps, PLAN_F, PLAN_U};
-use super::optim::{BETA1, BETA2};
+use super::optim::bias_corrections;
 use crate::config::TrainConfig;
 use crate::task::Dataset;
 use cubecl::prelude::*;
@@ -29,7 +29,7 @@ const PROBE_SPIN: u32 = 1 << 16;
 /// Steps each probe runs (two full tag cycles).
 const PROBE_STEPS: usize = 4;
 
-/// Largest working grid per device and kernel shape (`None`: none works).
+/// Largest working grid per device and parameter count (`None`: none works).
 static PROBED: Mutex<Option<HashMap<String, Option<u32>>>> = Mutex::new(None);
 
 /// One full-batch optimizer step waiting for the persistent kernel.
@@ -47,13 +47,14 @@ pub struct QueuedStep {
 impl QueuedStep {
     /// Step number `t` (from 1) over `len` points from `start`.
     pub fn new(start: u32, len: u32, scale: f32, lr: f64, t: i32) -> QueuedStep {
+        let (bias1, bias2) = bias_corrections(t.max(1));
         QueuedStep {
             start,
             len,
             scale,
             lr: lr as f32,
-            bias1: 1.0 - BETA1.powi(t.max(1)),
-            bias2: 1.0 - BETA2.powi(t.max(1)),
+            bias1,
+            bias2,
             first: t == 1,
         }
     }
@@ -92,7 +93,7 @@ impl Persistent {
             }
         }?;
         // As many cubes as the points need at the usual points per unit, up to the probe's grid.
-        let per_cube = CUBE_UNITS as usize * engine.cfg.points_per_unit.unwrap_or(16);
+        let per_cube = CUBE_UNITS as usize * engine.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT);
         // At least one cube per gradient column, so the columns reduce in parallel.
         let width = engine.np as u32 + 1;
         let cubes = (engine.n.div_ceil(per_cube) as u32)

@@ -11,6 +11,11 @@ pub const EPSILON: f32 = 1e-8;
 /// Momentum factor of `--optimizer momentum`.
 pub const MOMENTUM: f32 = 0.9;
 
+/// Adam's bias corrections `(1 - β1^t, 1 - β2^t)` after step `t` (from 1).
+pub fn bias_corrections(t: i32) -> (f32, f32) {
+    (1.0 - BETA1.powi(t), 1.0 - BETA2.powi(t))
+}
+
 /// Optimizer state for `n` parameters.
 #[derive(Clone, Debug)]
 pub struct FlatOptimizer {
@@ -89,8 +94,7 @@ impl FlatOptimizer {
             }
             OptimizerKind::Adam | OptimizerKind::Adamw => {
                 let decoupled = self.kind == OptimizerKind::Adamw;
-                let c1 = 1.0 - BETA1.powi(self.t);
-                let c2 = 1.0 - BETA2.powi(self.t);
+                let (c1, c2) = bias_corrections(self.t);
                 for (((p, g), m), v) in p.iter_mut().zip(g).zip(&mut self.m).zip(&mut self.v) {
                     let g = if decoupled { *g } else { g + wd * *p };
                     *m = BETA1 * *m + (1.0 - BETA1) * g;
