@@ -1,8 +1,9 @@
 //! What the fused engine supports, checked before a run starts.
 //!
 //! CPU: inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden layers.
-//! GPU: inputs and outputs 1–16, one hidden layer of 1–64 units, at most 255
-//! parameters (the design keeps a unit's whole gradient in registers). Both: every activation and loss of
+//! GPU: inputs and outputs 1–16, one hidden layer of 1–128 units, at most 767
+//! parameters (each workgroup keeps weights, moments and a gradient row in
+//! shared memory). Both: every activation and loss of
 //! `train`, f32 compute. Outside this `--engine auto` uses the general engine
 //! and records why; `--engine fused` fails with the reason.
 

@@ -7,6 +7,7 @@
 
 use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS};
 use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
+use super::gpu_split::split_lanes;
 use super::gpu_steps::{Persistent, QueuedStep};
 use super::optim::bias_corrections;
 use crate::batches::Batch;
@@ -55,6 +56,8 @@ pub struct GpuFused<R: Runtime> {
     pub(super) software: bool,
     /// Points each unit loads at once ([`LOAD_AHEAD`] on hardware GPUs).
     pub(super) ahead: usize,
+    /// Units sharing each point ([`split_lanes`]; 1: one unit per point).
+    pub(super) lanes: usize,
     /// The persistent path, when enabled and the device runs it.
     pub(super) persistent: Option<Persistent>,
     /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
@@ -123,6 +126,8 @@ impl<R: Runtime> GpuFused<R> {
                 .contains(cubecl::features::Plane::Ops),
             plane_min,
         );
+        let (inputs, outputs) = (cfg.model.inputs, cfg.model.outputs);
+        let lanes = split_lanes(inputs, hidden, outputs, plane, plane_min);
         let mut engine = GpuFused {
             x: client.create_from_slice(pod_bytes(&data.x)),
             y: client.create_from_slice(pod_bytes(&data.y)),
@@ -142,7 +147,9 @@ impl<R: Runtime> GpuFused<R> {
             step: 0,
             template: init,
             plane,
-            scratch: scratch_len(np + 1, plane, plane_min),
+            // Split passes reduce in their own way; cube sums need one value per plane.
+            scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
+            lanes,
             // Wide models spill registers already: loading ahead only adds code.
             ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
             software,
@@ -180,8 +187,8 @@ impl<R: Runtime> GpuFused<R> {
         unsafe {
             reduce_update::launch::<f32, R>(
                 &self.client,
-                CubeCount::Static(1, 1, 1),
-                CubeDim::new_1d(256),
+                CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
                 ArrayArg::from_raw_parts(self.partials.clone(), MAX_CUBES * (np + 1)),
                 ArrayArg::from_raw_parts(self.params.clone(), np),
                 ArrayArg::from_raw_parts(self.m.clone(), np + 1),
@@ -252,6 +259,7 @@ impl<R: Runtime> GpuFused<R> {
                 self.plane,
                 self.scratch,
                 self.ahead,
+                self.lanes,
             )
         };
         self.pending = Some(cubes as u32);
@@ -276,12 +284,16 @@ impl<R: Runtime> GpuFused<R> {
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
-        Some(match &self.persistent {
+        let scheme = match &self.persistent {
             Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
             None if self.cfg.persistent && whole_steps(&self.cfg) => {
-                "two launches per step: the persistent kernel's workgroups cannot all run at once here".into()
+                "two launches per step: the persistent kernel's workgroups cannot all run at once here".to_string()
             }
             None => "two launches per step".into(),
+        };
+        Some(match self.lanes {
+            1 => scheme,
+            l => format!("{scheme}; {l} lanes share each point"),
         })
     }
 

@@ -3,12 +3,13 @@
 //! any micro-batch (ranges or index lists) and gradient accumulation. Full-batch
 //! steps usually run in [`super::gpu_persistent`] instead, many per launch.
 //!
-//! `fused_grad`: one pass over the points of a micro-batch. Each unit walks a
-//! grid-stride loop ([`point_pass`]) with the weights in shared memory and the
-//! hidden activations and its own gradient accumulators in registers (the
-//! hidden width is a compile-time constant, so the loops unroll). Each cube
-//! then reduces its units' accumulators ([`cube_rows`]) and writes one row of
-//! partial sums: `partials[cube][p + 1]` (the last column is the loss).
+//! `fused_grad`: one pass over the points of a micro-batch. Each unit (or
+//! group of lanes, for wide layers) walks a grid-stride loop with the weights in
+//! shared memory and the hidden activations and its own gradient accumulators
+//! in registers (the hidden width is a compile-time constant, so the loops
+//! unroll). Each cube then reduces its units' accumulators
+//! ([`cube_gradient`]) and writes one row of partial sums:
+//! `partials[cube][p + 1]` (the last column is the loss).
 //!
 //! `reduce_update`: one cube; its units split the partial rows of each parameter
 //! between them and combine in shared memory. Sums the partial rows,
@@ -17,11 +18,11 @@
 //! place and writes the step's mean loss. Nothing is read back to the host.
 //!
 //! Envelope: one hidden layer of up to [`MAX_GPU_HIDDEN`] units, 1–16 inputs
-//! and outputs, at most [`MAX_GPU_PARAMS`] parameters (each unit keeps one
-//! accumulator per parameter in registers), f32.
+//! and outputs, at most [`MAX_GPU_PARAMS`] parameters, f32. Wide layers share
+//! each point between several units ([`super::gpu_split`]).
 
 use super::gpu_math::{new_m, new_p, new_v};
-use super::gpu_ops::{cube_rows, point_pass};
+use super::gpu_ops::cube_gradient;
 use cubecl::prelude::*;
 
 pub use super::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
@@ -48,6 +49,7 @@ pub fn fused_grad<F: Float + CubeElement>(
     #[comptime] plane: bool,
     #[comptime] scratch: usize,
     #[comptime] ahead: usize,
+    #[comptime] lanes: usize,
 ) {
     let np = hidden * inputs + hidden + outputs * hidden + outputs;
     let width = np + 1;
@@ -59,44 +61,44 @@ pub fn fused_grad<F: Float + CubeElement>(
     }
     sync_cube();
 
-    let mut acc = Array::<F>::new(width);
-    #[unroll]
-    for j in 0..width {
-        acc[j] = F::new(0.0);
-    }
     let stride = CUBE_COUNT * CUBE_DIM as usize;
-    point_pass::<F>(
+    let mut red = SharedMemory::<F>::new(scratch);
+    let mut row = SharedMemory::<F>::new(width);
+    cube_gradient::<F>(
         x,
         y,
         idx,
         &w,
-        &mut acc,
+        &mut red,
+        &mut row,
         start,
         count,
         ABSOLUTE_POS,
         stride,
+        scale,
         inputs,
         hidden,
         outputs,
         act,
         loss,
         use_idx,
+        plane,
         ahead,
+        lanes,
     );
-    let mut red = SharedMemory::<F>::new(scratch);
-    let mut row = SharedMemory::<F>::new(width);
-    cube_rows::<F>(&acc, scale, &mut red, &mut row, width, plane);
-    let unit = UNIT_POS as usize;
-    if unit < width {
+    let mut unit = UNIT_POS as usize;
+    while unit < width {
         partials[CUBE_POS * width + unit] = row[unit];
+        unit += CUBE_DIM as usize;
     }
 }
 
 /// Sums `cubes` partial rows into the carried gradient; with `apply`, runs the
 /// optimizer on `params` and writes the mean loss to `loss_out[0]`.
-/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw. One cube of 256 units: unit `t`
-/// sums every `lanes`-th partial row of parameter `t % (np + 1)`, then the
-/// lanes of each parameter are combined in shared memory.
+/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw. Cubes of 256 units. A row of at
+/// most 128 values takes one cube: unit `t` sums every `lanes`-th partial row of
+/// value `t % (np + 1)`, then the lanes of each value are combined in shared
+/// memory. A wider row takes one unit per value over ⌈(np + 1) / 256⌉ cubes.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_update<F: Float + CubeElement>(
@@ -117,13 +119,17 @@ pub fn reduce_update<F: Float + CubeElement>(
     #[comptime] apply: bool,
 ) {
     let t = UNIT_POS as usize;
+    let units = CUBE_DIM as usize;
     let width = np + 1;
-    let lanes = CUBE_DIM as usize / width;
+    let mut lanes = units / width;
+    if lanes == 0usize {
+        lanes = 1usize;
+    }
     let mut lane_sums = SharedMemory::<F>::new(256usize);
     let lane = t / width;
-    let j = t % width;
+    let j = CUBE_POS * units + t % width;
     let mut s = F::new(0.0);
-    if lane < lanes {
+    if lane < lanes && j < width {
         let mut c = lane;
         while c < cubes as usize {
             s += partials[c * width + j];
@@ -132,24 +138,24 @@ pub fn reduce_update<F: Float + CubeElement>(
     }
     lane_sums[t] = s;
     sync_cube();
-    if t < width {
-        let mut total = carry[t];
+    if lane == 0usize && j < width {
+        let mut total = carry[j];
         for l in 0..lanes {
             total += lane_sums[l * width + t];
         }
         if !apply {
-            carry[t] = total;
+            carry[j] = total;
         } else {
-            carry[t] = F::new(0.0);
-            if t == np {
+            carry[j] = F::new(0.0);
+            if j == np {
                 loss_out[0] = total;
             } else {
-                let pj = params[t];
-                let mj = new_m::<F>(pj, total, m[t], wd, first != 0u32, opt);
-                let vj = new_v::<F>(pj, total, v[t], wd, opt);
-                m[t] = mj;
-                v[t] = vj;
-                params[t] = new_p::<F>(pj, mj, vj, total, lr, wd, bias1, bias2, opt);
+                let pj = params[j];
+                let mj = new_m::<F>(pj, total, m[j], wd, first != 0u32, opt);
+                let vj = new_v::<F>(pj, total, v[j], wd, opt);
+                m[j] = mj;
+                v[j] = vj;
+                params[j] = new_p::<F>(pj, mj, vj, total, lr, wd, bias1, bias2, opt);
             }
         }
     }

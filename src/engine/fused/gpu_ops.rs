@@ -5,6 +5,7 @@
 //! apart.
 
 use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
+use super::gpu_split::split_gradient;
 use cubecl::prelude::*;
 
 /// Units per cube of the fused kernels (a power of two, for the tree reductions).
@@ -227,8 +228,7 @@ fn point_grad<F: Float>(
 /// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
 /// With `plane`, a plane sum per value then one pass over the planes; else a
 /// shared-memory tree, [`ROWS`] values at a time. Both orders are fixed, so the
-/// result is deterministic. `red` holds [`scratch_len`] values. Needs
-/// `width <= CUBE_UNITS`.
+/// result is deterministic. `red` holds [`scratch_len`] values.
 #[cube]
 pub fn cube_rows<F: Float>(
     acc: &Array<F>,
@@ -250,12 +250,14 @@ pub fn cube_rows<F: Float>(
             }
         }
         sync_cube();
-        if unit < width {
+        let mut j = unit;
+        while j < width {
             let mut s = F::new(0.0);
             for p in 0..planes {
-                s += red[p * width + unit];
+                s += red[p * width + j];
             }
-            row[unit] = s;
+            row[j] = s;
+            j += CUBE_DIM as usize;
         }
         sync_cube();
     } else {
@@ -327,4 +329,52 @@ pub fn cube_sum<F: Float>(value: F, red: &mut SharedMemory<F>, #[comptime] plane
     }
     sync_cube();
     total
+}
+
+/// The cube's gradient (times `scale`) of the points `first, first + stride,
+/// …` below `count` of a micro-batch, into `row[0..np + 1]`: one unit per
+/// point ([`point_pass`], [`cube_rows`]) when `lanes` is 1, else `lanes` units
+/// per point ([`split_gradient`]). Both kernels call this, so they agree.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn cube_gradient<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    idx: &Array<u32>,
+    w: &SharedMemory<F>,
+    red: &mut SharedMemory<F>,
+    row: &mut SharedMemory<F>,
+    start: u32,
+    count: u32,
+    first: usize,
+    stride: usize,
+    scale: F,
+    #[comptime] inputs: usize,
+    #[comptime] hidden: usize,
+    #[comptime] outputs: usize,
+    #[comptime] act: u32,
+    #[comptime] loss: u32,
+    #[comptime] use_idx: bool,
+    #[comptime] plane: bool,
+    #[comptime] ahead: usize,
+    #[comptime] lanes: usize,
+) {
+    if lanes > 1 {
+        split_gradient::<F>(
+            x, y, idx, w, row, start, count, first, stride, scale, inputs, hidden, outputs, act,
+            loss, use_idx, plane, lanes,
+        );
+    } else {
+        let width = hidden * inputs + hidden + outputs * hidden + outputs + 1;
+        let mut acc = Array::<F>::new(width);
+        #[unroll]
+        for j in 0..width {
+            acc[j] = F::new(0.0);
+        }
+        point_pass::<F>(
+            x, y, idx, w, &mut acc, start, count, first, stride, inputs, hidden, outputs, act,
+            loss, use_idx, ahead,
+        );
+        cube_rows::<F>(&acc, scale, red, row, width, plane);
+    }
 }

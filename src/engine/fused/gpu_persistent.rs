@@ -6,8 +6,8 @@
 //! exchange their gradient rows through global memory instead of ending the
 //! kernel:
 //!
-//! 1. each cube runs forward+backward over its share of the step's points
-//!    ([`point_pass`]) and reduces them to one row ([`cube_rows`]);
+//! 1. each cube runs forward+backward over its share of the step's points and
+//!    reduces them to one row ([`cube_gradient`]);
 //! 2. it publishes the row in `rows[buf][cube]`;
 //! 3. cube `c` sums column `j ≡ c (mod cubes)` over all rows (fixed order) and
 //!    writes the total into every cube's mailbox `totals[buf][cube][j]` (one
@@ -30,7 +30,7 @@
 //! early; `loss_out[1]` is then 1 and the engine reports it.
 
 use super::gpu_math::{new_m, new_p, new_v};
-use super::gpu_ops::{cube_rows, cube_sum, point_pass};
+use super::gpu_ops::{cube_gradient, cube_sum};
 use cubecl::prelude::*;
 
 /// Fields per step in the `plan_f` argument: lr, bias1, bias2, scale, first.
@@ -102,6 +102,7 @@ pub fn fused_steps<F: Float + CubeElement>(
     #[comptime] plane: bool,
     #[comptime] scratch: usize,
     #[comptime] ahead: usize,
+    #[comptime] lanes: usize,
 ) {
     let np = hidden * inputs + hidden + outputs * hidden + outputs;
     let width = np + 1;
@@ -131,7 +132,6 @@ pub fn fused_steps<F: Float + CubeElement>(
     }
     sync_cube();
 
-    let mut acc = Array::<F>::new(width);
     let mut s = 0u32;
     let mut failed = false;
     while s < steps && !failed {
@@ -139,38 +139,32 @@ pub fn fused_steps<F: Float + CubeElement>(
         let buf = (e % 2u32) as usize;
         let tag = (e / 2u32) % 2u32;
         let su = s as usize;
-        #[unroll]
-        for j in 0..width {
-            acc[j] = F::new(0.0);
-        }
-        point_pass::<F>(
+        cube_gradient::<F>(
             x,
             y,
             plan_u,
             &w,
-            &mut acc,
+            &mut red,
+            &mut row,
             plan_u[PLAN_U * su],
             plan_u[PLAN_U * su + 1],
             ABSOLUTE_POS,
             cubes * units,
+            plan_f[PLAN_F * su + 3],
             inputs,
             hidden,
             outputs,
             act,
             loss,
             false,
-            ahead,
-        );
-        cube_rows::<F>(
-            &acc,
-            plan_f[PLAN_F * su + 3],
-            &mut red,
-            &mut row,
-            width,
             plane,
+            ahead,
+            lanes,
         );
-        if t < width {
-            rows[(buf * cubes + c) * width + t].store(tagged::<F>(row[t], tag));
+        let mut q = t;
+        while q < width {
+            rows[(buf * cubes + c) * width + q].store(tagged::<F>(row[q], tag));
+            q += units;
         }
         // This cube's columns: the same units read the same slots every step.
         let mut j = c;
@@ -197,23 +191,25 @@ pub fn fused_steps<F: Float + CubeElement>(
             sync_cube();
             j += cubes;
         }
-        if t < width {
-            let i = (buf * cubes + c) * width + t;
+        let mut q = t;
+        while q < width {
+            let i = (buf * cubes + c) * width + q;
             let g = await_tagged::<F>(totals, i, tag, spin_limit, status, &mut flag);
-            if t == np {
+            if q == np {
                 w[np] = g;
             } else {
                 let lr = plan_f[PLAN_F * su];
                 let bias1 = plan_f[PLAN_F * su + 1];
                 let bias2 = plan_f[PLAN_F * su + 2];
                 let first = plan_f[PLAN_F * su + 4] > F::new(0.5);
-                let pj = w[t];
-                let mj = new_m::<F>(pj, g, ms[t], wd, first, opt);
-                let vj = new_v::<F>(pj, g, vs[t], wd, opt);
-                ms[t] = mj;
-                vs[t] = vj;
-                w[t] = new_p::<F>(pj, mj, vj, g, lr, wd, bias1, bias2, opt);
+                let pj = w[q];
+                let mj = new_m::<F>(pj, g, ms[q], wd, first, opt);
+                let vj = new_v::<F>(pj, g, vs[q], wd, opt);
+                ms[q] = mj;
+                vs[q] = vj;
+                w[q] = new_p::<F>(pj, mj, vj, g, lr, wd, bias1, bias2, opt);
             }
+            q += units;
         }
         sync_cube();
         failed = flag[0] != 0u32;

@@ -212,6 +212,7 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
             engine.plane,
             engine.scratch,
             engine.ahead,
+            engine.lanes,
         )
     };
     p.epoch = p.epoch.wrapping_add(steps as u32);

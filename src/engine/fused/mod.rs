@@ -20,16 +20,18 @@ pub mod gpu_ops;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_persistent;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod gpu_split;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_steps;
 pub mod optim;
 
 /// Limits of the GPU kernels, available in every build.
 pub mod gpu_kernel_limits {
-    /// Largest hidden width of the GPU kernels (each unit keeps a whole
-    /// gradient: past ~32 hidden units it spills registers, still far faster
-    /// than the general engine).
-    pub const MAX_GPU_HIDDEN: usize = 64;
-    /// Most parameters the GPU kernels take: one cube's units must cover a
-    /// gradient row plus the loss (`np + 1 <= 256`).
-    pub const MAX_GPU_PARAMS: usize = 255;
+    /// Largest hidden width of the GPU kernels (wide layers are split across
+    /// a plane's lanes, see `gpu_split`).
+    pub const MAX_GPU_HIDDEN: usize = 128;
+    /// Most parameters the GPU kernels take: the persistent kernel keeps the
+    /// weights, both moments and a gradient row in shared memory (12 KiB at
+    /// this limit, under the 16 KiB every WebGPU device has).
+    pub const MAX_GPU_PARAMS: usize = 767;
 }
