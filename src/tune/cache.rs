@@ -114,6 +114,7 @@ mod tests {
                 lr: 0.4,
                 points_per_unit: Some(8),
                 persistent: true,
+                lanes: None,
             },
             steps: 250,
             target_loss: 0.015,

@@ -1,6 +1,6 @@
 //! The configurations `tune` tries: engine, precision, batch size and
 //! accumulation, learning rate scaled with the batch, and the GPU kernel's
-//! points per unit — in the order most likely to win first, so early winners
+//! points per unit, launch scheme and lanes per point — in the order most likely to win first, so early winners
 //! cut later, hopeless trials short.
 
 use crate::config::{EngineKind, Precision, TrainConfig};
@@ -20,6 +20,9 @@ pub struct Candidate {
     /// GPU fused kernel: many full-batch steps per launch (`--no-persistent`: false).
     #[serde(default = "yes")]
     pub persistent: bool,
+    /// GPU fused kernel: threads per point (`None`: by the layer's width).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -37,6 +40,7 @@ impl Candidate {
             lr: cfg.lr,
             points_per_unit: cfg.points_per_unit,
             persistent: cfg.persistent,
+            lanes: cfg.lanes,
         }
     }
 
@@ -49,6 +53,7 @@ impl Candidate {
             lr: self.lr,
             points_per_unit: self.points_per_unit,
             persistent: self.persistent,
+            lanes: self.lanes,
             ..base.clone()
         }
     }
@@ -69,6 +74,9 @@ impl Candidate {
         }
         if !self.persistent {
             s += " two-launch";
+        }
+        if let Some(l) = self.lanes {
+            s += &format!(" lanes {l}");
         }
         s
     }
@@ -132,6 +140,7 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                         lr,
                         points_per_unit: base.points_per_unit,
                         persistent: base.persistent,
+                        lanes: base.lanes,
                     });
                 }
             }
@@ -147,18 +156,26 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                 lr: base.lr,
                 points_per_unit: base.points_per_unit,
                 persistent: base.persistent,
+                lanes: base.lanes,
             });
         }
     }
     out
 }
 
-/// Stage two: the best fused candidate with every GPU tile, and with the
-/// other launch scheme (persistent or two launches per step).
-pub fn tiles_of(best: &Candidate, space: Space) -> Vec<Candidate> {
+/// Lanes per point tried for hidden layers at least [`LANES_FROM`] wide.
+pub const LANES: [usize; 5] = [1, 2, 4, 8, 16];
+/// Narrower layers keep one thread per point (a whole gradient row fits).
+pub const LANES_FROM: usize = 16;
+
+/// Stage two: the best fused candidate with every GPU tile, with the other
+/// launch scheme (persistent or two launches per step) and, for wide layers,
+/// with every number of lanes per point.
+pub fn tiles_of(best: &Candidate, space: Space, hidden: usize) -> Vec<Candidate> {
     if !(space.gpu && best.engine == EngineKind::Fused) {
         return vec![];
     }
+    let lanes = if hidden >= LANES_FROM { &LANES[..] } else { &[] };
     TILES
         .iter()
         .filter(|&&t| Some(t) != best.points_per_unit)
@@ -170,5 +187,14 @@ pub fn tiles_of(best: &Candidate, space: Space) -> Vec<Candidate> {
             persistent: !best.persistent,
             ..best.clone()
         }])
+        .chain(
+            lanes
+                .iter()
+                .filter(|&&l| Some(l) != best.lanes)
+                .map(|&l| Candidate {
+                    lanes: Some(l),
+                    ..best.clone()
+                }),
+        )
         .collect()
 }

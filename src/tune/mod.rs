@@ -152,7 +152,7 @@ pub fn tune(
         s,
         spent,
     );
-    // Stage two: the GPU tile of the best fused configuration.
+    // Stage two: the GPU tile, launch scheme and lanes of the best fused configuration.
     let fused_best = std::iter::once(&baseline)
         .chain(&state.trials)
         .filter(|t| t.reached && t.candidate.engine == EngineKind::Fused)
@@ -163,7 +163,7 @@ pub fn tune(
             runner,
             &job,
             &own,
-            candidates::tiles_of(&fb, space),
+            candidates::tiles_of(&fb, space, base.model.hidden),
             s,
             spent,
         );

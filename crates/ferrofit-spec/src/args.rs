@@ -61,6 +61,10 @@ pub struct JobArgs {
     /// GPU fused kernel: points per thread before more workgroups launch (default 16).
     #[arg(long)]
     points_per_unit: Option<usize>,
+    /// GPU fused kernel: threads that share each point, splitting the hidden
+    /// units between them (1, 2, 4, … 32; default: by the layer's width).
+    #[arg(long)]
+    lanes: Option<usize>,
     /// GPU fused kernel: two launches per step instead of one persistent
     /// launch for many (for devices that cannot run every workgroup at once).
     #[arg(long)]
@@ -108,6 +112,7 @@ impl JobArgs {
             data_on_device: !self.host_data,
             log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
             points_per_unit: self.points_per_unit,
+            lanes: self.lanes,
             persistent: !self.no_persistent,
             max_seconds: self.max_seconds,
             clip_grad: self.clip_grad,

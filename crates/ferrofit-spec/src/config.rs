@@ -128,6 +128,11 @@ pub struct TrainConfig {
     /// launched (`None`: the built-in default). `ferrofit tune` picks it.
     #[serde(default)]
     pub points_per_unit: Option<usize>,
+    /// GPU fused kernel: threads sharing each point, each with a slice of the
+    /// hidden units (`None`: chosen from the layer's width; at most the
+    /// device's plane size). `ferrofit tune` picks it for wide layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<usize>,
     /// GPU fused kernel: run full-batch steps in one persistent launch (true)
     /// or two launches per step (false; the fallback for devices where the
     /// persistent grid cannot run, and a reference).
@@ -189,6 +194,7 @@ impl Default for TrainConfig {
             data_on_device: true,
             log_every: 1,
             points_per_unit: None,
+            lanes: None,
             persistent: true,
             max_seconds: None,
             clip_grad: None,
@@ -287,6 +293,15 @@ impl TrainConfig {
                     "target-loss",
                     t,
                     "the target loss must be a finite number >= 0",
+                ));
+            }
+        }
+        if let Some(l) = self.lanes {
+            if !(1..=32).contains(&l) || !l.is_power_of_two() {
+                return Err(FerroError::arg(
+                    "lanes",
+                    l,
+                    "lanes per point must be 1, 2, 4, 8, 16 or 32 (leave it out to choose by width)",
                 ));
             }
         }

@@ -127,7 +127,12 @@ impl<R: Runtime> GpuFused<R> {
             plane_min,
         );
         let (inputs, outputs) = (cfg.model.inputs, cfg.model.outputs);
-        let lanes = split_lanes(inputs, hidden, outputs, plane, plane_min);
+        let lanes = match cfg.lanes {
+            // Shuffles stay within a plane: at most the device's smallest.
+            Some(l) if plane => l.min(plane_min as usize),
+            Some(l) => l,
+            None => split_lanes(inputs, hidden, outputs, plane, plane_min),
+        };
         let mut engine = GpuFused {
             x: client.create_from_slice(pod_bytes(&data.x)),
             y: client.create_from_slice(pod_bytes(&data.y)),

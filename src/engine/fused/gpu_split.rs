@@ -134,25 +134,31 @@ pub fn split_gradient<F: Float>(
     // The cube's first group: the loop runs while it has a point, so every unit
     // of the cube runs the same number of rounds.
     let mut lead = (first - UNIT_POS as usize) / lanes;
-    let mut xs = Array::<F>::new(inputs);
     let mut zs = Array::<F>::new(units);
     let mut hs = Array::<F>::new(units);
     let mut outs = Array::<F>::new(outputs);
     let mut ds = Array::<F>::new(outputs);
+    // The next point's inputs and targets load while this one computes.
+    let mut xs = Array::<F>::new(inputs);
+    let mut ys = Array::<F>::new(outputs);
+    let mut xn = Array::<F>::new(inputs);
+    let mut yn = Array::<F>::new(outputs);
+    load_point::<F>(x, y, idx, &mut xs, &mut ys, start, i, n, inputs, outputs, use_idx);
     while lead < n {
         let valid = i < n;
-        let mut q = 0usize;
-        if valid {
-            q = i;
-        }
-        let mut p = start as usize + q;
-        if use_idx {
-            p = idx[q] as usize;
-        }
-        #[unroll]
-        for a in 0..inputs {
-            xs[a] = x[p * inputs + a];
-        }
+        load_point::<F>(
+            x,
+            y,
+            idx,
+            &mut xn,
+            &mut yn,
+            start,
+            i + groups,
+            n,
+            inputs,
+            outputs,
+            use_idx,
+        );
         #[unroll]
         for o in 0..outputs {
             outs[o] = F::new(0.0);
@@ -192,7 +198,7 @@ pub fn split_gradient<F: Float>(
                     s += xo[lead_unit + l];
                 }
             }
-            let r = s + wr[lb2 + o] - y[p * outputs + o];
+            let r = s + wr[lb2 + o] - ys[o];
             let mut d = F::new(0.0);
             let mut l = F::new(0.0);
             if valid {
@@ -217,6 +223,14 @@ pub fn split_gradient<F: Float>(
                 acc[u * inputs + a] += dz * xs[a];
             }
             acc[lb1 + u] += dz;
+        }
+        #[unroll]
+        for a in 0..inputs {
+            xs[a] = xn[a];
+        }
+        #[unroll]
+        for o in 0..outputs {
+            ys[o] = yn[o];
         }
         i += groups;
         lead += groups;
@@ -279,5 +293,40 @@ pub fn split_gradient<F: Float>(
             }
         }
         sync_cube();
+    }
+}
+
+/// Inputs and targets of point `i` of the micro-batch into `xs`/`ys` (point 0
+/// past the end: its result is discarded).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn load_point<F: Float>(
+    x: &Array<F>,
+    y: &Array<F>,
+    idx: &Array<u32>,
+    xs: &mut Array<F>,
+    ys: &mut Array<F>,
+    start: u32,
+    i: usize,
+    n: usize,
+    #[comptime] inputs: usize,
+    #[comptime] outputs: usize,
+    #[comptime] use_idx: bool,
+) {
+    let mut q = 0usize;
+    if i < n {
+        q = i;
+    }
+    let mut p = start as usize + q;
+    if use_idx {
+        p = idx[q] as usize;
+    }
+    #[unroll]
+    for a in 0..inputs {
+        xs[a] = x[p * inputs + a];
+    }
+    #[unroll]
+    for o in 0..outputs {
+        ys[o] = y[p * outputs + o];
     }
 }
