@@ -197,7 +197,14 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
         ),
         // Wide layers: hidden units split over several lanes per point.
         (ModelSpec { hidden: 64, ..base }, Loss::Mse, 2001),
-        (ModelSpec { hidden: 128, ..base }, Loss::Huber, 4099),
+        (
+            ModelSpec {
+                hidden: 128,
+                ..base
+            },
+            Loss::Huber,
+            4099,
+        ),
         // Lanes whose share runs past the layer (padding units).
         (
             ModelSpec {

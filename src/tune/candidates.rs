@@ -175,7 +175,11 @@ pub fn tiles_of(best: &Candidate, space: Space, hidden: usize) -> Vec<Candidate>
     if !(space.gpu && best.engine == EngineKind::Fused) {
         return vec![];
     }
-    let lanes = if hidden >= LANES_FROM { &LANES[..] } else { &[] };
+    let lanes = if hidden >= LANES_FROM {
+        &LANES[..]
+    } else {
+        &[]
+    };
     TILES
         .iter()
         .filter(|&&t| Some(t) != best.points_per_unit)

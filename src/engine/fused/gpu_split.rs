@@ -22,8 +22,10 @@ use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
 use cubecl::prelude::*;
 
 /// Registers a lane may spend on its weights, accumulators and activations
-/// before more lanes share a point.
-pub const LANE_REGISTERS: usize = 112;
+/// before more lanes share a point: 16 hidden units a lane at one input and
+/// output, the fastest share on the H200 at 64 and 128 units under CUDA and
+/// Vulkan (docs/PERFORMANCE.md, session 4; `--lanes` overrides it).
+pub const LANE_REGISTERS: usize = 130;
 
 /// Registers a lane with `units` hidden units uses (weights, gradient, z and act(z)).
 fn lane_cost(units: usize, inputs: usize, outputs: usize) -> usize {
@@ -41,7 +43,11 @@ pub fn split_lanes(
     planes: bool,
     plane_min: u32,
 ) -> usize {
-    let most = if planes { (plane_min as usize).min(32) } else { 32 };
+    let most = if planes {
+        (plane_min as usize).min(32)
+    } else {
+        32
+    };
     let mut lanes = 1;
     while lanes * 2 <= most
         && lanes < hidden
@@ -143,7 +149,9 @@ pub fn split_gradient<F: Float>(
     let mut ys = Array::<F>::new(outputs);
     let mut xn = Array::<F>::new(inputs);
     let mut yn = Array::<F>::new(outputs);
-    load_point::<F>(x, y, idx, &mut xs, &mut ys, start, i, n, inputs, outputs, use_idx);
+    load_point::<F>(
+        x, y, idx, &mut xs, &mut ys, start, i, n, inputs, outputs, use_idx,
+    );
     while lead < n {
         let valid = i < n;
         load_point::<F>(
