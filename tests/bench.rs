@@ -300,3 +300,44 @@ fn bench_with_a_target_loss_reports_time_to_target() {
         "{t}"
     );
 }
+
+#[test]
+fn bench_devices_adds_a_data_parallel_row_that_reaches_the_same_loss() {
+    let dir = std::env::temp_dir().join(format!("ferrofit-bench-dp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("b.json");
+    // Two replicas on the one CPU device: the same split and all-reduce as two GPUs.
+    let out = Command::new(env!("CARGO_BIN_EXE_ferrofit"))
+        .args([
+            "bench",
+            "--backends",
+            "cpu",
+            "--devices",
+            "0,0",
+            "--n",
+            "3001",
+        ])
+        .args(["--steps", "6", "--reps", "1", "--no-history", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t.contains("| ferrofit fused x2 | cpu (2x "), "{t}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{t}");
+    let loss = |i: usize| rows[i]["final_loss"].as_f64().unwrap();
+    assert!(
+        (loss(0) - loss(1)).abs() <= 1e-5 * loss(0),
+        "one device {} vs two replicas {}",
+        loss(0),
+        loss(1)
+    );
+    assert!(rows[1]["note"].as_str().unwrap().contains("cpu #0, cpu #0"));
+    std::fs::remove_dir_all(dir).unwrap();
+}

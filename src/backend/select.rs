@@ -122,6 +122,31 @@ pub fn every_device(inv: &Inventory) -> Vec<Target> {
         .collect()
 }
 
+/// The replicas `--devices` names on `kind`: `all` devices of its API, or
+/// indices (an index may repeat: several replicas on one device).
+pub fn replicas(inv: &Inventory, kind: BackendKind, devices: &[String]) -> Result<Vec<Target>> {
+    if devices.len() == 1 && devices[0] == "all" {
+        let first = select(inv, kind, None)?;
+        return inv
+            .of_api(&first.info.api)
+            .map(|d| select(inv, first.kind, Some(d.index)))
+            .collect();
+    }
+    devices
+        .iter()
+        .map(|d| {
+            let i: usize = d.trim().parse().map_err(|_| {
+                FerroError::arg(
+                    "devices",
+                    d,
+                    "give `all` or device indices such as 0,1 (see `ferrofit devices`)",
+                )
+            })?;
+            select(inv, kind, Some(i))
+        })
+        .collect()
+}
+
 fn resolved(api: &str) -> BackendKind {
     match api {
         "cpu" => BackendKind::Cpu,

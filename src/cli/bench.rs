@@ -9,6 +9,9 @@ use crate::bench::export::{markdown, BenchRecord, Exports};
 use crate::bench::history::{self, History};
 use crate::bench::{measure, peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
+use crate::engine::parallel;
+use crate::model::Params;
+use crate::task::Task;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -41,6 +44,10 @@ pub struct BenchArgs {
     /// Peer frameworks to run the same job through: torch, jax (skipped if not importable).
     #[arg(long, value_delimiter = ',')]
     peers: Vec<String>,
+    /// Also bench data parallelism over these devices of each backend:
+    /// `all`, or indices `0,1,...` (an index may repeat); one extra row each.
+    #[arg(long, value_delimiter = ',')]
+    devices: Vec<String>,
     #[command(flatten)]
     job: JobArgs,
     /// Write the full record (config, adapters, raw samples) as JSON.
@@ -109,6 +116,20 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
                 Ok(row) => rec.rows.push(row),
                 Err(e) => rec.skipped.push(Skipped {
                     name: format!("ferrofit {engine:?}").to_lowercase(),
+                    backend: t.label(),
+                    reason: e.to_string(),
+                }),
+            }
+            set_relative(&mut rec.rows, &baseline);
+            exports.write(&rec)?;
+        }
+        if !a.devices.is_empty() {
+            let row = select::replicas(&inv, t.kind, &a.devices)
+                .and_then(|replicas| parallel_row(&replicas, &cfg, a.reps));
+            match row {
+                Ok(row) => rec.rows.push(row),
+                Err(e) => rec.skipped.push(Skipped {
+                    name: format!("ferrofit fused x{}", a.devices.len()),
                     backend: t.label(),
                     reason: e.to_string(),
                 }),
@@ -213,5 +234,44 @@ fn bench_row(
     bar.finish_and_clear();
     let mut row = row?;
     row.note = note;
+    Ok(row)
+}
+
+/// The fused engine data-parallel over `replicas` (one row: "ferrofit fused xD").
+fn parallel_row(
+    replicas: &[Target],
+    cfg: &TrainConfig,
+    reps: usize,
+) -> crate::Result<crate::bench::BenchRow> {
+    let Some(first) = replicas.first() else {
+        return Err(crate::FerroError::arg(
+            "devices",
+            "(none)",
+            "name at least one device",
+        ));
+    };
+    let name = format!("ferrofit fused x{}", replicas.len());
+    let device = format!("{}x {}", replicas.len(), first.info.name);
+    eprintln!("bench: {name} on {} ...", first.label());
+    // The same points and initial weights as every other row of this job.
+    let data = Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed);
+    let init = Params::init(&cfg.model, cfg.seed);
+    let bar = row_bar(reps as u64 + 2, &format!("{name} on {}", first.label()));
+    let mut trainer = |c: &TrainConfig| {
+        let r = parallel::train(replicas, c, init.clone(), data.clone(), &mut ()).map(|r| r.0);
+        bar.inc(1);
+        r
+    };
+    let row = measure::measure(&mut trainer, cfg, reps, &name, &first.label(), &device);
+    bar.finish_and_clear();
+    let mut row = row?;
+    row.note = Some(format!(
+        "data-parallel: {}",
+        replicas
+            .iter()
+            .map(|t| format!("{} #{}", t.label(), t.info.index))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
     Ok(row)
 }

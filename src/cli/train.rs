@@ -172,7 +172,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             resume.as_ref().map(|c| &c.opt),
         )
     } else {
-        let targets = parallel_targets(&inv, kind, &a.devices)?;
+        let targets = select::replicas(&inv, kind, &a.devices)?;
         let data = match host {
             Some(d) => d,
             None => Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed),
@@ -275,33 +275,4 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// The devices `--devices` names on `kind`: `all`, or indices (repeats allowed).
-fn parallel_targets(
-    inv: &Inventory,
-    kind: BackendKind,
-    devices: &[String],
-) -> anyhow::Result<Vec<crate::backend::select::Target>> {
-    if devices.len() == 1 && devices[0] == "all" {
-        let first = select::select(inv, kind, None)?;
-        let all: Vec<_> = inv
-            .of_api(&first.info.api)
-            .map(|d| select::select(inv, first.kind, Some(d.index)))
-            .collect::<Result<_, _>>()?;
-        return Ok(all);
-    }
-    devices
-        .iter()
-        .map(|d| {
-            let i: usize = d.trim().parse().map_err(|_| {
-                crate::FerroError::arg(
-                    "devices",
-                    d,
-                    "give `all` or device indices such as 0,1 (see `ferrofit devices`)",
-                )
-            })?;
-            Ok(select::select(inv, kind, Some(i))?)
-        })
-        .collect()
 }

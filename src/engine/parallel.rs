@@ -67,7 +67,7 @@ pub fn train(
         ));
     }
     let _session = SESSION.lock().unwrap_or_else(|e| e.into_inner());
-    collective::reset(&targets[0]);
+    collective::reset();
     let d = targets.len();
     let progress = Mutex::new(progress);
     let results: Vec<Result<(TrainOutcome, Params)>> = std::thread::scope(|s| {
@@ -116,12 +116,12 @@ fn replica(
     progress: Option<&SharedProgress>,
 ) -> Result<(TrainOutcome, Params)> {
     let id = r as u32;
-    collective::register(t, id, d)?;
+    collective::register(id, d)?;
     let out = (|| {
         // Every replica reports whether its engine came up, so none waits
         // forever in an all-reduce that a failed peer will never join.
         let engine = dispatch::fused_replica(t, cfg, data, init);
-        let up = collective::sum(t, id, &[f32::from(u8::from(engine.is_ok()))])?;
+        let up = collective::sum(id, &[f32::from(u8::from(engine.is_ok()))])?;
         let mut engine = engine?;
         if up[0] < d as f32 {
             return Err(FerroError::BackendFailed {
@@ -145,7 +145,7 @@ fn replica(
                     engine.accumulate(&part, count)?;
                 }
             }
-            let g = collective::sum(t, id, &engine.take_gradient()?)?;
+            let g = collective::sum(id, &engine.take_gradient()?)?;
             engine.apply_gradient(&g, lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
             steps_done = step + 1;
             let loss = g[g.len() - 1] as f64;
@@ -194,7 +194,7 @@ fn replica(
             params,
         ))
     })();
-    collective::finish(t, id);
+    collective::finish(id);
     out
 }
 
