@@ -48,21 +48,6 @@ pub fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
     }
 }
 
-/// `g · act'(z)`: a gradient through the activation. For ReLU a select, not
-/// a compare, a select and a multiply.
-#[cube]
-pub fn gate<F: Float>(z: F, g: F, #[comptime] act: u32) -> F {
-    if act == 0 {
-        if z > F::new(0.0) {
-            g
-        } else {
-            F::new(0.0)
-        }
-    } else {
-        g * act_bwd::<F>(z, act)
-    }
-}
-
 /// Loss of residual r. `loss`: 0 mse, 1 l1, 2 huber (delta 1).
 #[cube]
 pub fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {

@@ -4,7 +4,7 @@
 //! definition each, so the two-launch and the persistent kernels cannot drift
 //! apart.
 
-use super::gpu_math::{act_fwd, gate, loss_grad, loss_value};
+use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
 use super::gpu_split::split_gradient;
 use cubecl::prelude::*;
 
@@ -61,10 +61,6 @@ pub fn pre_activation<F: Float>(
     }
     z
 }
-
-/// Widest layer whose pre-activations and activations the point pass keeps
-/// in registers between its forward and backward halves.
-pub const KEEP_ACTIVATIONS: usize = 32;
 
 /// Points whose inputs a unit loads together before computing any of them on
 /// a GPU (more loads in flight per thread: the pass is latency-bound at large
@@ -159,31 +155,6 @@ pub fn point_pass<F: Float>(
             i += stride;
         }
     }
-    if outputs == 1 {
-        #[unroll]
-        for j in 0..hidden {
-            let f = weight::<F>(w, &wr, hidden * inputs + hidden + j, regs);
-            scale_unit::<F>(acc, j, hidden * inputs + j, f, inputs);
-        }
-    }
-}
-
-/// Multiplies unit `j`'s first-layer gradient (weights at `j·inputs…`, bias
-/// at `bias`) by `f`: the output weight that single-output passes leave out
-/// of their per-point sums (a multiply per point saved, applied once here).
-#[cube]
-pub fn scale_unit<F: Float>(
-    acc: &mut Array<F>,
-    j: usize,
-    bias: usize,
-    f: F,
-    #[comptime] inputs: usize,
-) {
-    #[unroll]
-    for a in 0..inputs {
-        acc[j * inputs + a] *= f;
-    }
-    acc[bias] *= f;
 }
 
 /// Forward, loss and backward of point `u` of `xk`/`yk`, added into `acc`.
@@ -218,19 +189,9 @@ fn point_grad<F: Float>(
     for o in 0..outputs {
         outs[o] = weight::<F>(w, wr, ob2 + o, regs);
     }
-    // Narrow layers keep z and act(z) for the backward pass; wide ones
-    // recompute them (I multiply-adds and the activation) rather than spill.
-    let keep = hidden <= KEEP_ACTIVATIONS;
-    let mut zs = Array::<F>::new(comptime!(if keep { hidden } else { 1usize }));
-    let mut hs = Array::<F>::new(comptime!(if keep { hidden } else { 1usize }));
     #[unroll]
     for j in 0..hidden {
-        let zj = pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs);
-        let aj = act_fwd::<F>(zj, act);
-        if keep {
-            zs[j] = zj;
-            hs[j] = aj;
-        }
+        let aj = act_fwd::<F>(pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs), act);
         #[unroll]
         for o in 0..outputs {
             outs[o] += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * aj;
@@ -246,26 +207,16 @@ fn point_grad<F: Float>(
     }
     #[unroll]
     for j in 0..hidden {
-        let zj = if keep {
-            zs[j]
-        } else {
-            pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs)
-        };
-        let aj = if keep { hs[j] } else { act_fwd::<F>(zj, act) };
-        let dz = if outputs == 1 {
-            // One output: w2[j] is the same for every point, so the first
-            // layer's sums leave it out and `scale_unit` applies it once.
-            acc[ow2 + j] += ds[0] * aj;
-            gate::<F>(zj, ds[0], act)
-        } else {
-            let mut back = F::new(0.0);
-            #[unroll]
-            for o in 0..outputs {
-                acc[ow2 + o * hidden + j] += ds[o] * aj;
-                back += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * ds[o];
-            }
-            gate::<F>(zj, back, act)
-        };
+        // Recomputing z costs I multiply-adds; keeping H of them would cost registers.
+        let zj = pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs);
+        let aj = act_fwd::<F>(zj, act);
+        let mut back = F::new(0.0);
+        #[unroll]
+        for o in 0..outputs {
+            acc[ow2 + o * hidden + j] += ds[o] * aj;
+            back += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * ds[o];
+        }
+        let dz = back * act_bwd::<F>(zj, act);
         #[unroll]
         for a in 0..inputs {
             acc[j * inputs + a] += dz * xs[a];

@@ -18,8 +18,7 @@
 //! Loops are uniform across the cube (a point past the end counts zero), so
 //! every lane of a plane reaches each shuffle together.
 
-use super::gpu_math::{act_fwd, gate, loss_grad, loss_value};
-use super::gpu_ops::scale_unit;
+use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
 use cubecl::prelude::*;
 
 /// Registers a lane may spend on its weights, accumulators and activations
@@ -220,19 +219,13 @@ pub fn split_gradient<F: Float>(
         }
         #[unroll]
         for u in 0..units {
-            let dz = if outputs == 1 {
-                // w2 applied once after the loop, as in `point_pass`.
-                acc[lw2 + u] += ds[0] * hs[u];
-                gate::<F>(zs[u], ds[0], act)
-            } else {
-                let mut back = F::new(0.0);
-                #[unroll]
-                for o in 0..outputs {
-                    acc[lw2 + o * units + u] += ds[o] * hs[u];
-                    back += wr[lw2 + o * units + u] * ds[o];
-                }
-                gate::<F>(zs[u], back, act)
-            };
+            let mut back = F::new(0.0);
+            #[unroll]
+            for o in 0..outputs {
+                acc[lw2 + o * units + u] += ds[o] * hs[u];
+                back += wr[lw2 + o * units + u] * ds[o];
+            }
+            let dz = back * act_bwd::<F>(zs[u], act);
             #[unroll]
             for a in 0..inputs {
                 acc[u * inputs + a] += dz * xs[a];
@@ -251,13 +244,6 @@ pub fn split_gradient<F: Float>(
         lead += groups;
     }
 
-    if outputs == 1 {
-        #[unroll]
-        for u in 0..units {
-            let f = wr[lw2 + u];
-            scale_unit::<F>(&mut acc, u, lb1 + u, f, inputs);
-        }
-    }
     // Lanes with the same k across the plane: butterfly over offsets >= lanes.
     #[unroll]
     for q in 0..lloss + 1 {
