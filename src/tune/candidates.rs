@@ -202,3 +202,43 @@ pub fn tiles_of(best: &Candidate, space: Space, hidden: usize) -> Vec<Candidate>
         )
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_layers_get_every_lane_count_and_narrow_ones_none() {
+        let gpu = Space {
+            fused: true,
+            gpu: true,
+        };
+        let best = Candidate::of(&TrainConfig::default(), EngineKind::Fused);
+        let lanes = |hidden| -> Vec<Option<usize>> {
+            tiles_of(&best, gpu, hidden)
+                .into_iter()
+                .filter(|c| c.lanes.is_some())
+                .map(|c| c.lanes)
+                .collect()
+        };
+        assert_eq!(lanes(64), LANES.map(Some).to_vec());
+        assert!(lanes(LANES_FROM - 1).is_empty());
+        // Every other knob stays the best candidate's.
+        for c in tiles_of(&best, gpu, 64)
+            .iter()
+            .filter(|c| c.lanes.is_some())
+        {
+            assert_eq!(
+                (c.lr, c.persistent, c.batch_size),
+                (best.lr, best.persistent, best.batch_size)
+            );
+            assert!(c.label().contains(&format!("lanes {}", c.lanes.unwrap())));
+        }
+        // On a CPU there is no kernel tile, launch scheme or lane count to try.
+        let cpu = Space {
+            fused: true,
+            gpu: false,
+        };
+        assert!(tiles_of(&best, cpu, 64).is_empty());
+    }
+}
