@@ -5,6 +5,7 @@
 //! launches per step. Both check [`envelope::check`] first.
 
 pub mod cpu;
+pub mod cpu_block;
 pub mod cpu_kernel;
 #[cfg(target_arch = "x86_64")]
 pub mod cpu_simd;
