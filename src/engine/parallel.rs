@@ -7,7 +7,7 @@
 //! identical across replicas and equal, up to summation order, to a
 //! single-device run.
 
-use super::run::{LossPoint, Progress, TrainOutcome};
+use super::run::{self, LossPoint, Progress, TrainOutcome};
 use crate::backend::collective;
 use crate::backend::dispatch;
 use crate::backend::select::Target;
@@ -132,7 +132,7 @@ fn replica(
         let mut plan = BatchPlan::new(cfg);
         let (mut curve, mut first_step_seconds, mut reached) = (Vec::new(), 0.0, false);
         let mut steps_done = 0;
-        engine.sync()?;
+        run::ready(engine.as_mut())?;
         let start = Instant::now();
         for step in 0..cfg.steps {
             let batches: Vec<Batch> = (0..plan.accumulate())
