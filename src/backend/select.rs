@@ -147,6 +147,15 @@ pub fn replicas(inv: &Inventory, kind: BackendKind, devices: &[String]) -> Resul
         .collect()
 }
 
+/// `replicas` for notes and records: `cuda #0, cuda #1`.
+pub fn describe(replicas: &[Target]) -> String {
+    replicas
+        .iter()
+        .map(|t| format!("{} #{}", t.label(), t.info.index))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn resolved(api: &str) -> BackendKind {
     match api {
         "cpu" => BackendKind::Cpu,

@@ -10,6 +10,7 @@ use crate::bench::history::{self, History};
 use crate::bench::{measure, peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::parallel;
+use crate::engine::run::TrainOutcome;
 use crate::model::Params;
 use crate::task::Task;
 use clap::{Args, ValueEnum};
@@ -223,18 +224,32 @@ fn bench_row(
             "general"
         }
     );
-    // One bar per row: warm-up, the timed runs, the per-step latency run.
-    let bar = row_bar(reps as u64 + 2, &format!("{name} on {}", t.label()));
+    let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, reps, |c| {
+        dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome)
+    })?;
+    row.note = note;
+    Ok(row)
+}
+
+/// Measures one row under a progress bar: warm-up, the timed runs, the
+/// per-step latency run.
+fn timed_row(
+    name: &str,
+    backend: &str,
+    device: &str,
+    cfg: &TrainConfig,
+    reps: usize,
+    mut run: impl FnMut(&TrainConfig) -> crate::Result<TrainOutcome>,
+) -> crate::Result<crate::bench::BenchRow> {
+    let bar = row_bar(reps as u64 + 2, &format!("{name} on {backend}"));
     let mut trainer = |c: &TrainConfig| {
-        let r = dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome);
+        let r = run(c);
         bar.inc(1);
         r
     };
-    let row = measure::measure(&mut trainer, cfg, reps, &name, &t.label(), &t.info.name);
+    let row = measure::measure(&mut trainer, cfg, reps, name, backend, device);
     bar.finish_and_clear();
-    let mut row = row?;
-    row.note = note;
-    Ok(row)
+    row
 }
 
 /// The fused engine data-parallel over `replicas` (one row: "ferrofit fused xD").
@@ -256,22 +271,9 @@ fn parallel_row(
     // The same points and initial weights as every other row of this job.
     let data = Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed);
     let init = Params::init(&cfg.model, cfg.seed);
-    let bar = row_bar(reps as u64 + 2, &format!("{name} on {}", first.label()));
-    let mut trainer = |c: &TrainConfig| {
-        let r = parallel::train(replicas, c, init.clone(), data.clone(), &mut ()).map(|r| r.0);
-        bar.inc(1);
-        r
-    };
-    let row = measure::measure(&mut trainer, cfg, reps, &name, &first.label(), &device);
-    bar.finish_and_clear();
-    let mut row = row?;
-    row.note = Some(format!(
-        "data-parallel: {}",
-        replicas
-            .iter()
-            .map(|t| format!("{} #{}", t.label(), t.info.index))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ));
+    let mut row = timed_row(&name, &first.label(), &device, cfg, reps, |c| {
+        parallel::train(replicas, c, init.clone(), data.clone(), &mut ()).map(|r| r.0)
+    })?;
+    row.note = Some(format!("data-parallel: {}", select::describe(replicas)));
     Ok(row)
 }

@@ -185,11 +185,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
                 engine_note: Some(format!(
                     "data-parallel over {} replicas: {}",
                     targets.len(),
-                    targets
-                        .iter()
-                        .map(|t| format!("{} #{}", t.label(), t.info.index))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    select::describe(&targets)
                 )),
             }
         })
