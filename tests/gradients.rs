@@ -251,6 +251,59 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
             Loss::Huber,
             1000,
         ),
+        // The tiled kernel: several hidden layers, or one too wide for the per-point kernels.
+        (
+            ModelSpec {
+                hidden: 7,
+                layers: 2,
+                activation: Activation::Tanh,
+                ..base
+            },
+            Loss::Huber,
+            333,
+        ),
+        (
+            ModelSpec {
+                inputs: 3,
+                hidden: 16,
+                layers: 3,
+                outputs: 2,
+                activation: Activation::Gelu,
+            },
+            Loss::Mse,
+            257,
+        ),
+        (
+            ModelSpec {
+                inputs: 2,
+                hidden: 24,
+                layers: 8,
+                outputs: 3,
+                activation: Activation::Sigmoid,
+            },
+            Loss::L1,
+            1001,
+        ),
+        (
+            ModelSpec {
+                hidden: 128,
+                layers: 2,
+                ..base
+            },
+            Loss::Mse,
+            300,
+        ),
+        (
+            ModelSpec {
+                inputs: 16,
+                hidden: 40,
+                outputs: 4,
+                activation: Activation::Silu,
+                ..base
+            },
+            Loss::Mse,
+            2050,
+        ),
     ];
     for target in targets().into_iter().filter(|t| t.kind != BackendKind::Cpu) {
         for (i, (spec, lossk, n)) in cases.into_iter().enumerate() {

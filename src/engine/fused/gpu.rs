@@ -3,12 +3,16 @@
 //! with the steps after it in one persistent launch ([`super::gpu_steps`]);
 //! any other step is [`fused_grad`](super::gpu_kernel::fused_grad) per
 //! micro-batch plus one [`reduce_update`](super::gpu_kernel::reduce_update).
+//! Models the per-point kernels cannot hold (several hidden layers, or more
+//! than [`MAX_GPU_PARAMS`] parameters) take [`tiled_grad`] in place of
+//! `fused_grad`, always two launches per step.
 //! The loss is read back only when the training loop asks for it.
 
-use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS};
+use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS, MAX_GPU_PARAMS};
 use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
 use super::gpu_split::split_lanes;
 use super::gpu_steps::{Persistent, QueuedStep};
+use super::gpu_tiled::{tile_points, tiled_grad};
 use super::optim::bias_corrections;
 use crate::batches::Batch;
 use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
@@ -26,6 +30,13 @@ pub const POINTS_PER_UNIT: usize = 16;
 
 /// Most cubes a micro-batch is spread over (bounds the partials buffer).
 const MAX_CUBES: usize = 2048;
+
+/// Most values of the tiled kernel's partial rows (64 MiB, half the 128 MiB
+/// storage binding every WebGPU device allows): wide models get fewer cubes.
+const TILED_PARTIALS: usize = 1 << 24;
+
+/// Tiles each cube of the tiled kernel takes, at least, before more cubes are launched.
+const TILES_PER_CUBE: usize = 4;
 
 /// Fused GPU engine on CubeCL runtime `R`.
 pub struct GpuFused<R: Runtime> {
@@ -62,6 +73,10 @@ pub struct GpuFused<R: Runtime> {
     pub(super) persistent: Option<Persistent>,
     /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
     deferred: Option<(u32, u32, f32)>,
+    /// Points per tile when the model takes the tiled kernel ([`tiled_grad`]).
+    tile: Option<usize>,
+    /// Partial rows the partials buffer holds.
+    max_cubes: usize,
 }
 
 pub(super) fn code_act(a: Activation) -> u32 {
@@ -133,6 +148,15 @@ impl<R: Runtime> GpuFused<R> {
             Some(l) => l,
             None => split_lanes(inputs, hidden, outputs, plane, plane_min),
         };
+        let m = &cfg.model;
+        let tile = (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
+            let shared = client.properties().hardware.max_shared_memory_size;
+            tile_points(inputs, hidden, m.layers, outputs, shared)
+        });
+        let max_cubes = match tile {
+            Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
+            None => MAX_CUBES,
+        };
         let mut engine = GpuFused {
             x: client.create_from_slice(pod_bytes(&data.x)),
             y: client.create_from_slice(pod_bytes(&data.y)),
@@ -141,7 +165,7 @@ impl<R: Runtime> GpuFused<R> {
             m: client.create_from_slice(pod_bytes(&zeros)),
             v: client.create_from_slice(pod_bytes(&zeros)),
             carry: client.create_from_slice(pod_bytes(&zeros)),
-            partials: client.empty(MAX_CUBES * (np + 1) * 4),
+            partials: client.empty(max_cubes * (np + 1) * 4),
             loss_out: client.create_from_slice(pod_bytes(&[f32::NAN, 0.0])),
             client,
             cfg: cfg.clone(),
@@ -160,8 +184,10 @@ impl<R: Runtime> GpuFused<R> {
             software,
             persistent: None,
             deferred: None,
+            tile,
+            max_cubes,
         };
-        if cfg.persistent && whole_steps(cfg) {
+        if cfg.persistent && whole_steps(cfg) && tile.is_none() {
             engine.persistent = Persistent::start(&engine, device);
         }
         engine
@@ -194,7 +220,7 @@ impl<R: Runtime> GpuFused<R> {
                 &self.client,
                 CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.partials.clone(), MAX_CUBES * (np + 1)),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (np + 1)),
                 ArrayArg::from_raw_parts(self.params.clone(), np),
                 ArrayArg::from_raw_parts(self.m.clone(), np + 1),
                 ArrayArg::from_raw_parts(self.v.clone(), np + 1),
@@ -233,6 +259,9 @@ impl<R: Runtime> GpuFused<R> {
 
     /// `fused_grad` over `len` points from `start` (or the points in `idx`).
     fn launch_grad(&mut self, start: usize, len: usize, idx: Option<Handle>, scale: f32) {
+        if let Some(tile) = self.tile {
+            return self.launch_tiled(tile, start, len, idx, scale);
+        }
         let units = CUBE_UNITS as usize;
         let cubes = len
             .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
@@ -241,7 +270,7 @@ impl<R: Runtime> GpuFused<R> {
             Some(h) => (h, len, true),
             None => (self.no_idx.clone(), 1, false),
         };
-        // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold MAX_CUBES rows.
+        // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold max_cubes rows.
         unsafe {
             fused_grad::launch::<f32, R>(
                 &self.client,
@@ -251,7 +280,7 @@ impl<R: Runtime> GpuFused<R> {
                 ArrayArg::from_raw_parts(self.y.clone(), self.n * self.cfg.model.outputs),
                 ArrayArg::from_raw_parts(idx_handle, idx_len),
                 ArrayArg::from_raw_parts(self.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.partials.clone(), MAX_CUBES * (self.np + 1)),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
                 start as u32,
                 len as u32,
                 scale,
@@ -265,6 +294,49 @@ impl<R: Runtime> GpuFused<R> {
                 self.scratch,
                 self.ahead,
                 self.lanes,
+            )
+        };
+        self.pending = Some(cubes as u32);
+    }
+
+    /// `tiled_grad` over `len` points from `start` (or the points in `idx`), `tile` points at a time.
+    fn launch_tiled(
+        &mut self,
+        tile: usize,
+        start: usize,
+        len: usize,
+        idx: Option<Handle>,
+        scale: f32,
+    ) {
+        let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
+        let (idx_handle, idx_len, use_idx) = match idx {
+            Some(h) => (h, len, true),
+            None => (self.no_idx.clone(), 1, false),
+        };
+        let m = &self.cfg.model;
+        // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold max_cubes rows.
+        unsafe {
+            tiled_grad::launch::<f32, R>(
+                &self.client,
+                CubeCount::Static(cubes as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
+                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
+                ArrayArg::from_raw_parts(idx_handle, idx_len),
+                ArrayArg::from_raw_parts(self.params.clone(), self.np),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
+                start as u32,
+                len as u32,
+                scale,
+                m.inputs,
+                m.hidden,
+                m.layers,
+                m.outputs,
+                code_act(m.activation),
+                code_loss(self.cfg.loss),
+                use_idx,
+                self.plane,
+                tile,
             )
         };
         self.pending = Some(cubes as u32);
@@ -289,6 +361,11 @@ impl<R: Runtime> GpuFused<R> {
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
+        if let Some(tile) = self.tile {
+            return Some(format!(
+                "tiled kernel, {tile} points a tile, two launches per step"
+            ));
+        }
         let scheme = match &self.persistent {
             Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
             None if self.cfg.persistent && whole_steps(&self.cfg) => {

@@ -2,7 +2,7 @@
 //!
 //! `cpu` runs it on all cores in Rust; `gpu` runs it as CubeCL kernels on any wgpu
 //! or CUDA device: one persistent launch for many full-batch steps, or two
-//! launches per step. Both check [`envelope::check`] first.
+//! launches per step (always two for deep or wide models: `gpu_tiled`). Both check [`envelope::check`] first.
 
 pub mod cpu;
 pub mod cpu_block;
@@ -24,6 +24,8 @@ pub mod gpu_persistent;
 pub mod gpu_split;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_steps;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod gpu_tiled;
 pub mod optim;
 
 /// Limits of the GPU kernels, available in every build.
@@ -31,8 +33,10 @@ pub mod gpu_kernel_limits {
     /// Largest hidden width of the GPU kernels (wide layers are split across
     /// a plane's lanes, see `gpu_split`).
     pub const MAX_GPU_HIDDEN: usize = 128;
-    /// Most parameters the GPU kernels take: the persistent kernel keeps the
-    /// weights, both moments and a gradient row in shared memory (12 KiB at
-    /// this limit, under the 16 KiB every WebGPU device has).
+    /// Most parameters of a one-hidden-layer model the per-point GPU kernels
+    /// take: the persistent kernel keeps the weights, both moments and a
+    /// gradient row in shared memory (12 KiB at this limit, under the 16 KiB
+    /// every WebGPU device has). Larger models, and deeper ones, take the
+    /// tiled kernel (`gpu_tiled`).
     pub const MAX_GPU_PARAMS: usize = 767;
 }

@@ -1,0 +1,369 @@
+//! The fused GPU pass for models the per-point kernels cannot hold: several
+//! hidden layers, or one layer with more than [`MAX_GPU_PARAMS`] parameters.
+//!
+//! A cube takes a tile of `tile` points at a time (grid-stride over tiles).
+//! The tile's inputs, every hidden layer's pre-activations `z` and activations
+//! `a`, and the output deltas live in shared memory; the weights are read from
+//! the device buffer (they are the same for every cube, so they stay cached).
+//! Forward, layer by layer: the cube's units split the tile × width outputs of
+//! a layer between them. Backward, from the output down: each unit owns the
+//! weight-gradient entries `p ≡ unit (mod cube size)` of the layer and adds
+//! Σ over the tile of δ·a into its cube's partial row in device memory (no
+//! other unit touches those entries, so no barrier or atomic is needed), while
+//! the units also turn the layer below's `z` into its δ in place. One barrier
+//! per layer and direction.
+//!
+//! The partial rows have the layout of [`super::gpu_kernel::fused_grad`]'s
+//! (`partials[cube][p]`, the loss last), so the same `reduce_update` sums them
+//! and steps the optimizer: two launches per optimizer step. Points past the
+//! end of the micro-batch enter with zero inputs and leave a zero δ, so they
+//! add nothing. The order of every sum is fixed: deterministic.
+//!
+//! [`MAX_GPU_PARAMS`]: super::gpu_kernel_limits::MAX_GPU_PARAMS
+
+use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
+use super::gpu_ops::cube_sum;
+use cubecl::prelude::*;
+
+/// Largest tile: past it, bigger tiles only add idle tail work.
+pub const MAX_TILE: usize = 128;
+
+/// Shared memory the tiled kernel uses at most, in bytes (the WebGPU
+/// default of 16 KiB is the floor every device has; more where the device has it).
+pub const TILE_SHARED_BYTES: usize = 32 * 1024;
+
+/// Values the cube sum of the loss needs in shared memory.
+const LOSS_SCRATCH: usize = 256;
+
+/// Shared-memory values one point of a tile needs: inputs, `z` and `a` of
+/// every hidden layer, output deltas.
+pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize) -> usize {
+    inputs + 2 * layers * hidden + outputs
+}
+
+/// Points a tile holds on a device with `max_shared` bytes of shared memory
+/// per cube (at least 1: every WebGPU device has 16 KiB, and the widest model
+/// of the envelope needs 9.3 KiB for one point).
+pub fn tile_points(
+    inputs: usize,
+    hidden: usize,
+    layers: usize,
+    outputs: usize,
+    max_shared: usize,
+) -> usize {
+    let values = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES) / 4;
+    let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs);
+    t.clamp(1, MAX_TILE)
+}
+
+/// Shared memory every WebGPU device has per workgroup, in bytes.
+const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
+
+/// Forward, loss and backward over `count` points from `start` (or listed in
+/// `idx`) for an MLP of `layers` hidden layers of `hidden` units, times
+/// `scale`; one partial row per cube into `partials` (`np + 1` values each).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn tiled_grad<F: Float + CubeElement>(
+    x: &Array<F>,
+    y: &Array<F>,
+    idx: &Array<u32>,
+    params: &Array<F>,
+    partials: &mut Array<F>,
+    start: u32,
+    count: u32,
+    scale: F,
+    #[comptime] inputs: usize,
+    #[comptime] hidden: usize,
+    #[comptime] layers: usize,
+    #[comptime] outputs: usize,
+    #[comptime] act: u32,
+    #[comptime] loss: u32,
+    #[comptime] use_idx: bool,
+    #[comptime] plane: bool,
+    #[comptime] tile: usize,
+) {
+    let np = comptime!(
+        hidden * inputs
+            + hidden
+            + (layers - 1) * (hidden * hidden + hidden)
+            + outputs * hidden
+            + outputs
+    );
+    let units = CUBE_DIM as usize;
+    let unit = UNIT_POS as usize;
+    let row = CUBE_POS * (np + 1);
+    let per = comptime!(inputs + 2 * layers * hidden + outputs);
+    let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
+    let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+
+    // This unit's entries of the cube's row start at zero.
+    let mut p = unit;
+    while p < np {
+        partials[row + p] = F::new(0.0);
+        p += units;
+    }
+
+    let mut lsum = F::new(0.0);
+    let n = count as usize;
+    let th = comptime!(tile * hidden);
+    let mut base = CUBE_POS * tile;
+    while base < n {
+        // Inputs of the tile; points past the end read zeros.
+        let mut e = unit;
+        while e < comptime!(tile * inputs) {
+            let t = e / inputs;
+            let mut v = F::new(0.0);
+            if base + t < n {
+                let pt = point(idx, start, base + t, use_idx);
+                v = x[pt * inputs + e % inputs];
+            }
+            buf[e] = v;
+            e += units;
+        }
+        sync_cube();
+
+        // Forward. Hidden layers past the first share one loop body (runtime
+        // offsets): unrolling every layer made lavapipe's compiler take minutes.
+        let z1 = comptime!(z_at(tile, inputs, hidden, 0));
+        hidden_forward::<F>(params, &mut buf, 0, 0, z1, tile, inputs, hidden, act);
+        sync_cube();
+        for l in 1..layers {
+            let off = comptime!(layer_offset(inputs, hidden, 1))
+                + (l - 1) * comptime!(hidden * hidden + hidden);
+            let dst = z1 + l * 2 * th;
+            hidden_forward::<F>(
+                params,
+                &mut buf,
+                off,
+                dst - th,
+                dst,
+                tile,
+                hidden,
+                hidden,
+                act,
+            );
+            sync_cube();
+        }
+        let off_out = comptime!(layer_offset(inputs, hidden, layers));
+        let src_out = comptime!(z_at(tile, inputs, hidden, layers) - tile * hidden);
+        let dout = comptime!(z_at(tile, inputs, hidden, layers));
+        let mut e = unit;
+        while e < comptime!(tile * outputs) {
+            let t = e / outputs;
+            let u = e % outputs;
+            let z = dense::<F>(params, &buf, off_out, src_out, t, u, hidden, outputs);
+            let mut d = F::new(0.0);
+            if base + t < n {
+                let pt = point(idx, start, base + t, use_idx);
+                let r = z - y[pt * outputs + u];
+                lsum += loss_value::<F>(r, loss);
+                d = loss_grad::<F>(r, loss) * scale;
+            }
+            buf[dout + e] = d;
+            e += units;
+        }
+        sync_cube();
+
+        // Backward, from the output layer down.
+        backward::<F>(
+            params,
+            &mut buf,
+            partials,
+            row,
+            off_out,
+            src_out,
+            dout,
+            dout - 2 * th,
+            tile,
+            hidden,
+            outputs,
+            act,
+            true,
+        );
+        sync_cube();
+        for r in 1..layers {
+            let l = layers - r;
+            let off = comptime!(layer_offset(inputs, hidden, 1))
+                + (l - 1) * comptime!(hidden * hidden + hidden);
+            let delta = z1 + l * 2 * th;
+            backward::<F>(
+                params,
+                &mut buf,
+                partials,
+                row,
+                off,
+                delta - th,
+                delta,
+                delta - 2 * th,
+                tile,
+                hidden,
+                hidden,
+                act,
+                true,
+            );
+            sync_cube();
+        }
+        backward::<F>(
+            params, &mut buf, partials, row, 0, 0, z1, 0, tile, inputs, hidden, act, false,
+        );
+        sync_cube();
+        base += CUBE_COUNT * tile;
+    }
+
+    let total = cube_sum::<F>(lsum * scale, &mut red, plane);
+    if unit == 0usize {
+        partials[row + np] = total;
+    }
+}
+
+/// b_u + Σ_k w[u, k]·a[t, k] for the layer whose weights start at `off` and
+/// whose inputs (`in_w` a point) start at `src` in the tile buffer.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn dense<F: Float>(
+    params: &Array<F>,
+    buf: &SharedMemory<F>,
+    off: usize,
+    src: usize,
+    t: usize,
+    u: usize,
+    #[comptime] in_w: usize,
+    #[comptime] out_w: usize,
+) -> F {
+    let mut z = params[off + comptime!(out_w * in_w) + u];
+    for k in 0..in_w {
+        z += params[off + u * in_w + k] * buf[src + t * in_w + k];
+    }
+    z
+}
+
+/// A hidden layer over the tile: `z` at `dst`, act(z) right after it.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn hidden_forward<F: Float>(
+    params: &Array<F>,
+    buf: &mut SharedMemory<F>,
+    off: usize,
+    src: usize,
+    dst: usize,
+    #[comptime] tile: usize,
+    #[comptime] in_w: usize,
+    #[comptime] hidden: usize,
+    #[comptime] act: u32,
+) {
+    let mut e = UNIT_POS as usize;
+    while e < comptime!(tile * hidden) {
+        let z = dense::<F>(params, buf, off, src, e / hidden, e % hidden, in_w, hidden);
+        buf[dst + e] = z;
+        buf[dst + comptime!(tile * hidden) + e] = act_fwd::<F>(z, act);
+        e += CUBE_DIM as usize;
+    }
+}
+
+/// Backward through the layer with weights at `off`, inputs at `src` and
+/// deltas at `delta`: its weight and bias gradients added into the cube's
+/// partial row (each unit its own entries), and, with `below`, the hidden
+/// layer below's δ written over its `z` at `zb`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn backward<F: Float>(
+    params: &Array<F>,
+    buf: &mut SharedMemory<F>,
+    partials: &mut Array<F>,
+    row: usize,
+    off: usize,
+    src: usize,
+    delta: usize,
+    zb: usize,
+    #[comptime] tile: usize,
+    #[comptime] in_w: usize,
+    #[comptime] out_w: usize,
+    #[comptime] act: u32,
+    #[comptime] below: bool,
+) {
+    let unit = UNIT_POS as usize;
+    let units = CUBE_DIM as usize;
+    let mut p = unit;
+    while p < comptime!(out_w * in_w + out_w) {
+        let mut g = F::new(0.0);
+        if p < comptime!(out_w * in_w) {
+            let u = p / in_w;
+            let k = p % in_w;
+            for t in 0..tile {
+                g += buf[delta + t * out_w + u] * buf[src + t * in_w + k];
+            }
+        } else {
+            let u = p - comptime!(out_w * in_w);
+            for t in 0..tile {
+                g += buf[delta + t * out_w + u];
+            }
+        }
+        partials[row + off + p] += g;
+        p += units;
+    }
+    if below {
+        // Its a (at `src`) stays: the layer below's weight gradient needs it next.
+        let mut e = unit;
+        while e < comptime!(tile * in_w) {
+            let t = e / in_w;
+            let k = e % in_w;
+            let mut s = F::new(0.0);
+            for u in 0..out_w {
+                s += params[off + u * in_w + k] * buf[delta + t * out_w + u];
+            }
+            let z = buf[zb + e];
+            buf[zb + e] = s * act_bwd::<F>(z, act);
+            e += units;
+        }
+    }
+}
+
+/// Index in the dataset of point `i` of the micro-batch.
+#[cube]
+fn point(idx: &Array<u32>, start: u32, i: usize, #[comptime] use_idx: bool) -> usize {
+    if use_idx {
+        idx[i] as usize
+    } else {
+        start as usize + i
+    }
+}
+
+/// Offset in the flat parameters of layer `l`'s weights (`Params::flatten`:
+/// each layer's weights, out × in, then its biases).
+fn layer_offset(inputs: usize, hidden: usize, l: usize) -> usize {
+    if l == 0 {
+        0
+    } else {
+        hidden * inputs + hidden + (l - 1) * (hidden * hidden + hidden)
+    }
+}
+
+/// Offset in the tile buffer of layer `l`'s outputs: hidden layer `l + 1`'s
+/// `z` (later its δ), or the output deltas for the last layer (`l = layers`
+/// lands right after the last hidden layer's `a`).
+fn z_at(tile: usize, inputs: usize, hidden: usize, l: usize) -> usize {
+    tile * inputs + l * 2 * tile * hidden
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
+
+    #[test]
+    fn the_widest_model_fits_a_point_in_the_smallest_shared_memory() {
+        let per = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO);
+        assert!(LOSS_SCRATCH + per <= WEBGPU_SHARED_BYTES / 4);
+        assert_eq!(
+            tile_points(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, 0),
+            (WEBGPU_SHARED_BYTES / 4 - LOSS_SCRATCH) / per
+        );
+    }
+
+    #[test]
+    fn small_models_take_the_largest_tile() {
+        assert_eq!(tile_points(1, 10, 2, 1, 1 << 20), MAX_TILE);
+        assert!(tile_points(1, 64, 3, 1, 1 << 20) < MAX_TILE);
+    }
+}
