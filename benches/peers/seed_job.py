@@ -2,13 +2,14 @@
 """The field report's seed job in PyTorch and JAX, for side-by-side timing with ferrofit.
 
 y = x^2 + 0.3*U(0,1) on N points in [-1, 1], Linear(1,H)-ReLU-Linear(H,1), MSE,
-full batch, SGD lr 0.2, STEPS steps, data created on the device.
+full batch, SGD lr 0.2, STEPS steps, data created on the device. With
+--layers L, L hidden layers of H units (ReLU after each).
 
 Each variant is warmed up (compilation and autotune off the clock), synchronised
 before reading the clock, and repeated REPS times; one JSON line per variant:
 {"peer", "variant", "device", "n", "hidden", "steps", "median_s", "min_s", "max_s", "final_loss"}.
 
-Usage: seed_job.py [--n 1000000] [--hidden 10] [--steps 100] [--reps 5]
+Usage: seed_job.py [--n 1000000] [--hidden 10] [--layers 1] [--steps 100] [--reps 5]
                    [--only torch-eager,torch-graph,torch-compile,jax-jit] [--cpu]
 """
 import argparse
@@ -20,7 +21,7 @@ import time
 
 def emit(peer, variant, device, a, times, loss):
     print(json.dumps({
-        "peer": peer, "variant": variant, "device": device, "n": a.n, "hidden": a.hidden,
+        "peer": peer, "variant": variant, "device": device, "n": a.n, "hidden": a.hidden, "layers": a.layers,
         "steps": a.steps, "median_s": statistics.median(times), "min_s": min(times), "times": times,
         "max_s": max(times), "final_loss": float(loss), "reps": len(times),
     }), flush=True)
@@ -39,7 +40,10 @@ def torch_variants(a, only):
     y = x.pow(2) + 0.3 * torch.rand(x.size(), device=dev)
 
     def make():
-        net = torch.nn.Sequential(torch.nn.Linear(1, a.hidden), torch.nn.ReLU(), torch.nn.Linear(a.hidden, 1)).to(dev)
+        mods = [torch.nn.Linear(1, a.hidden), torch.nn.ReLU()]
+        for _ in range(a.layers - 1):
+            mods += [torch.nn.Linear(a.hidden, a.hidden), torch.nn.ReLU()]
+        net = torch.nn.Sequential(*mods, torch.nn.Linear(a.hidden, 1)).to(dev)
         opt = torch.optim.SGD(net.parameters(), lr=0.2)
         return net, opt
 
@@ -121,20 +125,24 @@ def jax_variant(a):
     x = jnp.linspace(-1, 1, a.n).reshape(-1, 1)
     y = x ** 2 + 0.3 * jax.random.uniform(key, x.shape)
 
+    widths = [1] + [a.hidden] * a.layers + [1]
+
     def init(k):
-        k1, k2, k3, k4 = jax.random.split(k, 4)
-        b1 = 1.0
-        b2 = 1.0 / a.hidden ** 0.5
-        return {
-            "w1": jax.random.uniform(k1, (1, a.hidden), minval=-b1, maxval=b1),
-            "b1": jax.random.uniform(k2, (a.hidden,), minval=-b1, maxval=b1),
-            "w2": jax.random.uniform(k3, (a.hidden, 1), minval=-b2, maxval=b2),
-            "b2": jax.random.uniform(k4, (1,), minval=-b2, maxval=b2),
-        }
+        # PyTorch's Linear init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases.
+        params = []
+        for fan_in, fan_out in zip(widths, widths[1:]):
+            k, kw, kb = jax.random.split(k, 3)
+            bound = 1.0 / fan_in ** 0.5
+            params.append((jax.random.uniform(kw, (fan_in, fan_out), minval=-bound, maxval=bound),
+                           jax.random.uniform(kb, (fan_out,), minval=-bound, maxval=bound)))
+        return params
 
     def loss_fn(p):
-        h = jax.nn.relu(x @ p["w1"] + p["b1"])
-        return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+        h = x
+        for w, b in p[:-1]:
+            h = jax.nn.relu(h @ w + b)
+        w, b = p[-1]
+        return jnp.mean((h @ w + b - y) ** 2)
 
     @jax.jit
     def step(p):
@@ -161,6 +169,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--hidden", type=int, default=10)
+    ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", default="torch-eager,torch-graph,torch-compile,jax-jit")

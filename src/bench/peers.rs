@@ -19,7 +19,6 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
     let m = &cfg.model;
     let seed_shape = m.inputs == 1
         && m.outputs == 1
-        && m.layers == 1
         && m.activation == Activation::Relu
         && cfg.loss == Loss::Mse
         && cfg.optimizer == OptimizerKind::Sgd
@@ -33,7 +32,7 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
                 .map(|p| {
                     skip(
                         p,
-                        "peers run only the seed job's shape (1-H-1 ReLU MLP, MSE, full-batch SGD)"
+                        "peers run only the seed job's shape (1-H-…-H-1 ReLU MLP, MSE, full-batch SGD)"
                             .into(),
                     )
                 })
@@ -62,6 +61,8 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
             &cfg.n.to_string(),
             "--hidden",
             &m.hidden.to_string(),
+            "--layers",
+            &m.layers.to_string(),
             "--steps",
             &cfg.steps.to_string(),
             "--reps",

@@ -3,10 +3,13 @@
 //!
 //! A cube takes a tile of `tile` points at a time (grid-stride over tiles).
 //! The tile's inputs, every hidden layer's pre-activations `z` and activations
-//! `a`, and the output deltas live in shared memory; the weights are read from
-//! the device buffer (they are the same for every cube, so they stay cached).
-//! Forward, layer by layer: the cube's units split the tile × width outputs of
-//! a layer between them. Backward, from the output down: each unit owns the
+//! `a`, and the output deltas live in shared memory, one row per point with an
+//! odd stride (so units reading the same column of different points hit
+//! different banks); the weights are read from the device buffer (the same for
+//! every cube, so they stay cached). Forward, layer by layer: the cube's units
+//! split the tile × width outputs of a layer between them, neighbouring units
+//! taking neighbouring points of one output unit (they read one weight
+//! together). Backward, from the output down: each unit owns the
 //! weight-gradient entries `p ≡ unit (mod cube size)` of the layer and adds
 //! Σ over the tile of δ·a into its cube's partial row in device memory (no
 //! other unit touches those entries, so no barrier or atomic is needed), while
@@ -28,22 +31,29 @@ use cubecl::prelude::*;
 /// Largest tile: past it, bigger tiles only add idle tail work.
 pub const MAX_TILE: usize = 128;
 
-/// Shared memory the tiled kernel uses at most, in bytes (the WebGPU
-/// default of 16 KiB is the floor every device has; more where the device has it).
+/// Shared memory the tiled kernel uses at most, in bytes (more where the device has it,
+/// up to this; the WebGPU floor of 16 KiB at least).
 pub const TILE_SHARED_BYTES: usize = 32 * 1024;
+
+/// Shared memory every WebGPU device has per workgroup, in bytes.
+const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
 
 /// Values the cube sum of the loss needs in shared memory.
 const LOSS_SCRATCH: usize = 256;
 
+/// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
+fn stride(width: usize) -> usize {
+    width | 1
+}
+
 /// Shared-memory values one point of a tile needs: inputs, `z` and `a` of
-/// every hidden layer, output deltas.
+/// every hidden layer, output deltas (each row padded to an odd stride).
 pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize) -> usize {
-    inputs + 2 * layers * hidden + outputs
+    stride(inputs) + 2 * layers * stride(hidden) + stride(outputs)
 }
 
 /// Points a tile holds on a device with `max_shared` bytes of shared memory
-/// per cube (at least 1: every WebGPU device has 16 KiB, and the widest model
-/// of the envelope needs 9.3 KiB for one point).
+/// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for one point).
 pub fn tile_points(
     inputs: usize,
     hidden: usize,
@@ -55,9 +65,6 @@ pub fn tile_points(
     let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs);
     t.clamp(1, MAX_TILE)
 }
-
-/// Shared memory every WebGPU device has per workgroup, in bytes.
-const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
 
 /// Forward, loss and backward over `count` points from `start` (or listed in
 /// `idx`) for an MLP of `layers` hidden layers of `hidden` units, times
@@ -83,19 +90,22 @@ pub fn tiled_grad<F: Float + CubeElement>(
     #[comptime] plane: bool,
     #[comptime] tile: usize,
 ) {
-    let np = comptime!(
-        hidden * inputs
-            + hidden
-            + (layers - 1) * (hidden * hidden + hidden)
-            + outputs * hidden
-            + outputs
-    );
+    let np = comptime!(layer_offset(inputs, hidden, layers) + outputs * hidden + outputs);
     let units = CUBE_DIM as usize;
     let unit = UNIT_POS as usize;
     let row = CUBE_POS * (np + 1);
-    let per = comptime!(inputs + 2 * layers * hidden + outputs);
+    let per = comptime!(tile_values(inputs, hidden, layers, outputs));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    let (si, sh) = comptime!((stride(inputs), stride(hidden)));
+    // Offsets in `buf`: hidden layer 1's z (its a follows), one hidden layer's
+    // z and a, the output deltas.
+    let z1 = comptime!(tile * stride(inputs));
+    let pair = comptime!(2 * tile * stride(hidden));
+    let dout = comptime!(tile * stride(inputs) + layers * 2 * tile * stride(hidden));
+    let hh = comptime!(hidden * hidden + hidden);
+    let off1 = comptime!(layer_offset(inputs, hidden, 1));
+    let off_out = comptime!(layer_offset(inputs, hidden, layers));
 
     // This unit's entries of the cube's row start at zero.
     let mut p = unit;
@@ -106,37 +116,35 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
     let mut lsum = F::new(0.0);
     let n = count as usize;
-    let th = comptime!(tile * hidden);
     let mut base = CUBE_POS * tile;
     while base < n {
         // Inputs of the tile; points past the end read zeros.
         let mut e = unit;
         while e < comptime!(tile * inputs) {
             let t = e / inputs;
+            let a = e % inputs;
             let mut v = F::new(0.0);
             if base + t < n {
                 let pt = point(idx, start, base + t, use_idx);
-                v = x[pt * inputs + e % inputs];
+                v = x[pt * inputs + a];
             }
-            buf[e] = v;
+            buf[t * si + a] = v;
             e += units;
         }
         sync_cube();
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
-        let z1 = comptime!(z_at(tile, inputs, hidden, 0));
         hidden_forward::<F>(params, &mut buf, 0, 0, z1, tile, inputs, hidden, act);
         sync_cube();
         for l in 1..layers {
-            let off = comptime!(layer_offset(inputs, hidden, 1))
-                + (l - 1) * comptime!(hidden * hidden + hidden);
-            let dst = z1 + l * 2 * th;
+            let dst = z1 + l * pair;
+            let off = off1 + (l - 1) * hh;
             hidden_forward::<F>(
                 params,
                 &mut buf,
                 off,
-                dst - th,
+                dst - tile * sh,
                 dst,
                 tile,
                 hidden,
@@ -145,14 +153,20 @@ pub fn tiled_grad<F: Float + CubeElement>(
             );
             sync_cube();
         }
-        let off_out = comptime!(layer_offset(inputs, hidden, layers));
-        let src_out = comptime!(z_at(tile, inputs, hidden, layers) - tile * hidden);
-        let dout = comptime!(z_at(tile, inputs, hidden, layers));
         let mut e = unit;
         while e < comptime!(tile * outputs) {
-            let t = e / outputs;
-            let u = e % outputs;
-            let z = dense::<F>(params, &buf, off_out, src_out, t, u, hidden, outputs);
+            let t = e % tile;
+            let u = e / tile;
+            let z = dense::<F>(
+                params,
+                &buf,
+                off_out,
+                dout - tile * sh,
+                t,
+                u,
+                hidden,
+                outputs,
+            );
             let mut d = F::new(0.0);
             if base + t < n {
                 let pt = point(idx, start, base + t, use_idx);
@@ -160,21 +174,22 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 lsum += loss_value::<F>(r, loss);
                 d = loss_grad::<F>(r, loss) * scale;
             }
-            buf[dout + e] = d;
+            buf[dout + t * comptime!(stride(outputs)) + u] = d;
             e += units;
         }
         sync_cube();
 
         // Backward, from the output layer down.
+        let zl = dout - pair;
         backward::<F>(
             params,
             &mut buf,
             partials,
             row,
             off_out,
-            src_out,
+            zl + tile * sh,
             dout,
-            dout - 2 * th,
+            zl,
             tile,
             hidden,
             outputs,
@@ -184,18 +199,17 @@ pub fn tiled_grad<F: Float + CubeElement>(
         sync_cube();
         for r in 1..layers {
             let l = layers - r;
-            let off = comptime!(layer_offset(inputs, hidden, 1))
-                + (l - 1) * comptime!(hidden * hidden + hidden);
-            let delta = z1 + l * 2 * th;
+            let delta = z1 + l * pair;
+            let off = off1 + (l - 1) * hh;
             backward::<F>(
                 params,
                 &mut buf,
                 partials,
                 row,
                 off,
-                delta - th,
+                delta - tile * sh,
                 delta,
-                delta - 2 * th,
+                delta - pair,
                 tile,
                 hidden,
                 hidden,
@@ -218,7 +232,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
 }
 
 /// b_u + Σ_k w[u, k]·a[t, k] for the layer whose weights start at `off` and
-/// whose inputs (`in_w` a point) start at `src` in the tile buffer.
+/// whose inputs (rows of stride `stride(in_w)`) start at `src` in the tile buffer.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn dense<F: Float>(
@@ -231,14 +245,15 @@ fn dense<F: Float>(
     #[comptime] in_w: usize,
     #[comptime] out_w: usize,
 ) -> F {
+    let at = src + t * comptime!(stride(in_w));
     let mut z = params[off + comptime!(out_w * in_w) + u];
     for k in 0..in_w {
-        z += params[off + u * in_w + k] * buf[src + t * in_w + k];
+        z += params[off + u * in_w + k] * buf[at + k];
     }
     z
 }
 
-/// A hidden layer over the tile: `z` at `dst`, act(z) right after it.
+/// A hidden layer over the tile: `z` at `dst`, act(z) one block after it.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn hidden_forward<F: Float>(
@@ -252,17 +267,20 @@ fn hidden_forward<F: Float>(
     #[comptime] hidden: usize,
     #[comptime] act: u32,
 ) {
+    let sh = comptime!(stride(hidden));
     let mut e = UNIT_POS as usize;
     while e < comptime!(tile * hidden) {
-        let z = dense::<F>(params, buf, off, src, e / hidden, e % hidden, in_w, hidden);
-        buf[dst + e] = z;
-        buf[dst + comptime!(tile * hidden) + e] = act_fwd::<F>(z, act);
+        let t = e % tile;
+        let u = e / tile;
+        let z = dense::<F>(params, buf, off, src, t, u, in_w, hidden);
+        buf[dst + t * sh + u] = z;
+        buf[dst + comptime!(tile * stride(hidden)) + t * sh + u] = act_fwd::<F>(z, act);
         e += CUBE_DIM as usize;
     }
 }
 
-/// Backward through the layer with weights at `off`, inputs at `src` and
-/// deltas at `delta`: its weight and bias gradients added into the cube's
+/// Backward through the layer with weights at `off`, inputs (its a) at `src`
+/// and deltas at `delta`: its weight and bias gradients added into the cube's
 /// partial row (each unit its own entries), and, with `below`, the hidden
 /// layer below's δ written over its `z` at `zb`.
 #[cube]
@@ -282,6 +300,7 @@ fn backward<F: Float>(
     #[comptime] act: u32,
     #[comptime] below: bool,
 ) {
+    let (si, so) = comptime!((stride(in_w), stride(out_w)));
     let unit = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
     let mut p = unit;
@@ -291,29 +310,29 @@ fn backward<F: Float>(
             let u = p / in_w;
             let k = p % in_w;
             for t in 0..tile {
-                g += buf[delta + t * out_w + u] * buf[src + t * in_w + k];
+                g += buf[delta + t * so + u] * buf[src + t * si + k];
             }
         } else {
             let u = p - comptime!(out_w * in_w);
             for t in 0..tile {
-                g += buf[delta + t * out_w + u];
+                g += buf[delta + t * so + u];
             }
         }
         partials[row + off + p] += g;
         p += units;
     }
     if below {
-        // Its a (at `src`) stays: the layer below's weight gradient needs it next.
+        // Its a (at `src`) stays: this layer's weight gradient above reads it.
         let mut e = unit;
         while e < comptime!(tile * in_w) {
             let t = e / in_w;
             let k = e % in_w;
             let mut s = F::new(0.0);
             for u in 0..out_w {
-                s += params[off + u * in_w + k] * buf[delta + t * out_w + u];
+                s += params[off + u * in_w + k] * buf[delta + t * so + u];
             }
-            let z = buf[zb + e];
-            buf[zb + e] = s * act_bwd::<F>(z, act);
+            let z = buf[zb + t * si + k];
+            buf[zb + t * si + k] = s * act_bwd::<F>(z, act);
             e += units;
         }
     }
@@ -337,13 +356,6 @@ fn layer_offset(inputs: usize, hidden: usize, l: usize) -> usize {
     } else {
         hidden * inputs + hidden + (l - 1) * (hidden * hidden + hidden)
     }
-}
-
-/// Offset in the tile buffer of layer `l`'s outputs: hidden layer `l + 1`'s
-/// `z` (later its δ), or the output deltas for the last layer (`l = layers`
-/// lands right after the last hidden layer's `a`).
-fn z_at(tile: usize, inputs: usize, hidden: usize, l: usize) -> usize {
-    tile * inputs + l * 2 * tile * hidden
 }
 
 #[cfg(test)]
