@@ -154,8 +154,10 @@ fn fused_and_general_engines_agree_on_a_deep_model_on_every_backend() {
     let mut cfg = TrainConfig {
         n: 5_000,
         steps: 100,
-        optimizer: OptimizerKind::Adam,
-        lr: 0.01,
+        // Momentum, not Adam: Adam's normalisation amplified Burn's CUDA summation
+        // order past 3e-3 by step 74 on this model (H200, session 5).
+        optimizer: OptimizerKind::Momentum,
+        lr: 0.05,
         log_every: 1,
         ..TrainConfig::default()
     };

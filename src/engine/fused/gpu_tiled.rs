@@ -33,7 +33,7 @@ pub const MAX_TILE: usize = 128;
 
 /// Shared memory the tiled kernel uses at most, in bytes (more where the device has it,
 /// up to this; the WebGPU floor of 16 KiB at least).
-pub const TILE_SHARED_BYTES: usize = 32 * 1024;
+pub const TILE_SHARED_BYTES: usize = 48 * 1024;
 
 /// Shared memory every WebGPU device has per workgroup, in bytes.
 const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
@@ -107,17 +107,21 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let off1 = comptime!(layer_offset(inputs, hidden, 1));
     let off_out = comptime!(layer_offset(inputs, hidden, layers));
 
-    // This unit's entries of the cube's row start at zero.
-    let mut p = unit;
-    while p < np {
-        partials[row + p] = F::new(0.0);
-        p += units;
+    // A cube with no tile still leaves a row (of zeros); the others write
+    // theirs on their first tile.
+    if CUBE_POS * tile >= count as usize {
+        let mut p = unit;
+        while p < np {
+            partials[row + p] = F::new(0.0);
+            p += units;
+        }
     }
 
     let mut lsum = F::new(0.0);
     let n = count as usize;
     let mut base = CUBE_POS * tile;
     while base < n {
+        let first = base == CUBE_POS * tile;
         // Inputs of the tile; points past the end read zeros.
         let mut e = unit;
         while e < comptime!(tile * inputs) {
@@ -190,6 +194,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
             zl + tile * sh,
             dout,
             zl,
+            first,
             tile,
             hidden,
             outputs,
@@ -210,6 +215,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 delta - tile * sh,
                 delta,
                 delta - pair,
+                first,
                 tile,
                 hidden,
                 hidden,
@@ -219,7 +225,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
             sync_cube();
         }
         backward::<F>(
-            params, &mut buf, partials, row, 0, 0, z1, 0, tile, inputs, hidden, act, false,
+            params, &mut buf, partials, row, 0, 0, z1, 0, first, tile, inputs, hidden, act, false,
         );
         sync_cube();
         base += CUBE_COUNT * tile;
@@ -253,7 +259,23 @@ fn dense<F: Float>(
     z
 }
 
+/// Points × units each unit computes in a forward or δ block: every value
+/// it loads serves several multiply-adds (the pass is bound by loads).
+const BLOCK_T: usize = 2;
+const BLOCK_U: usize = 4;
+/// Units × inputs of the weight-gradient block each unit owns.
+const GRAD_U: usize = 4;
+const GRAD_K: usize = 4;
+
+/// `i` if below `len`, else `len - 1`: loads of a block's padding stay in bounds.
+#[cube]
+fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
+    clamp_max(i, comptime!(len - 1))
+}
+
 /// A hidden layer over the tile: `z` at `dst`, act(z) one block after it.
+/// Each unit takes [`BLOCK_T`] points × [`BLOCK_U`] output units at a time;
+/// neighbouring units take neighbouring points of the same output units.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn hidden_forward<F: Float>(
@@ -267,22 +289,66 @@ fn hidden_forward<F: Float>(
     #[comptime] hidden: usize,
     #[comptime] act: u32,
 ) {
-    let sh = comptime!(stride(hidden));
-    let mut e = UNIT_POS as usize;
-    while e < comptime!(tile * hidden) {
-        let t = e % tile;
-        let u = e / tile;
-        let z = dense::<F>(params, buf, off, src, t, u, in_w, hidden);
-        buf[dst + t * sh + u] = z;
-        buf[dst + comptime!(tile * stride(hidden)) + t * sh + u] = act_fwd::<F>(z, act);
-        e += CUBE_DIM as usize;
+    let (si, sh) = comptime!((stride(in_w), stride(hidden)));
+    let rows = comptime!(tile.div_ceil(BLOCK_T));
+    let blocks = comptime!(tile.div_ceil(BLOCK_T) * hidden.div_ceil(BLOCK_U));
+    let mut m = UNIT_POS as usize;
+    while m < blocks {
+        let t0 = (m % rows) * BLOCK_T;
+        let u0 = (m / rows) * BLOCK_U;
+        let mut at = Array::<usize>::new(BLOCK_T);
+        let mut wu = Array::<usize>::new(BLOCK_U);
+        let mut acc = Array::<F>::new(comptime!(BLOCK_T * BLOCK_U));
+        #[unroll]
+        for r in 0..BLOCK_T {
+            at[r] = src + clamp_to(t0 + r, tile) * si;
+        }
+        #[unroll]
+        for c in 0..BLOCK_U {
+            let u = clamp_to(u0 + c, hidden);
+            wu[c] = off + u * in_w;
+            let bias = params[off + comptime!(hidden * in_w) + u];
+            #[unroll]
+            for r in 0..BLOCK_T {
+                acc[r * BLOCK_U + c] = bias;
+            }
+        }
+        for k in 0..in_w {
+            let mut av = Array::<F>::new(BLOCK_T);
+            #[unroll]
+            for r in 0..BLOCK_T {
+                av[r] = buf[at[r] + k];
+            }
+            #[unroll]
+            for c in 0..BLOCK_U {
+                let w = params[wu[c] + k];
+                #[unroll]
+                for r in 0..BLOCK_T {
+                    acc[r * BLOCK_U + c] += av[r] * w;
+                }
+            }
+        }
+        #[unroll]
+        for r in 0..BLOCK_T {
+            #[unroll]
+            for c in 0..BLOCK_U {
+                if t0 + r < tile && u0 + c < hidden {
+                    let z = acc[r * BLOCK_U + c];
+                    let i = dst + (t0 + r) * sh + u0 + c;
+                    buf[i] = z;
+                    buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
+                }
+            }
+        }
+        m += CUBE_DIM as usize;
     }
 }
 
 /// Backward through the layer with weights at `off`, inputs (its a) at `src`
-/// and deltas at `delta`: its weight and bias gradients added into the cube's
-/// partial row (each unit its own entries), and, with `below`, the hidden
-/// layer below's δ written over its `z` at `zb`.
+/// and deltas at `delta`: its weight and bias gradients into the cube's
+/// partial row (written on the cube's `first` tile, added after; each unit
+/// always owns the same entries, so no other unit touches them), and, with
+/// `below`, the hidden layer below's δ written over its `z` at `zb`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn backward<F: Float>(
@@ -294,6 +360,7 @@ fn backward<F: Float>(
     src: usize,
     delta: usize,
     zb: usize,
+    first: bool,
     #[comptime] tile: usize,
     #[comptime] in_w: usize,
     #[comptime] out_w: usize,
@@ -303,37 +370,125 @@ fn backward<F: Float>(
     let (si, so) = comptime!((stride(in_w), stride(out_w)));
     let unit = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
-    let mut p = unit;
-    while p < comptime!(out_w * in_w + out_w) {
-        let mut g = F::new(0.0);
-        if p < comptime!(out_w * in_w) {
-            let u = p / in_w;
-            let k = p % in_w;
-            for t in 0..tile {
-                g += buf[delta + t * so + u] * buf[src + t * si + k];
+    // Weight gradients: GRAD_U × GRAD_K blocks, Σ over the tile of δ·a.
+    let kb = comptime!(in_w.div_ceil(GRAD_K));
+    let blocks = comptime!(out_w.div_ceil(GRAD_U) * in_w.div_ceil(GRAD_K));
+    let mut m = unit;
+    while m < blocks {
+        let k0 = (m % kb) * GRAD_K;
+        let u0 = (m / kb) * GRAD_U;
+        let mut du = Array::<usize>::new(GRAD_U);
+        let mut ak = Array::<usize>::new(GRAD_K);
+        let mut g = Array::<F>::new(comptime!(GRAD_U * GRAD_K));
+        #[unroll]
+        for c in 0..GRAD_U {
+            du[c] = delta + clamp_to(u0 + c, out_w);
+        }
+        #[unroll]
+        for j in 0..GRAD_K {
+            ak[j] = src + clamp_to(k0 + j, in_w);
+        }
+        #[unroll]
+        for i in 0..comptime!(GRAD_U * GRAD_K) {
+            g[i] = F::new(0.0);
+        }
+        for t in 0..tile {
+            let mut av = Array::<F>::new(GRAD_K);
+            #[unroll]
+            for j in 0..GRAD_K {
+                av[j] = buf[ak[j] + t * si];
             }
-        } else {
-            let u = p - comptime!(out_w * in_w);
-            for t in 0..tile {
-                g += buf[delta + t * so + u];
+            #[unroll]
+            for c in 0..GRAD_U {
+                let d = buf[du[c] + t * so];
+                #[unroll]
+                for j in 0..GRAD_K {
+                    g[c * GRAD_K + j] += d * av[j];
+                }
             }
         }
-        partials[row + off + p] += g;
-        p += units;
+        #[unroll]
+        for c in 0..GRAD_U {
+            #[unroll]
+            for j in 0..GRAD_K {
+                if u0 + c < out_w && k0 + j < in_w {
+                    let i = row + off + (u0 + c) * in_w + k0 + j;
+                    if first {
+                        partials[i] = g[c * GRAD_K + j];
+                    } else {
+                        partials[i] += g[c * GRAD_K + j];
+                    }
+                }
+            }
+        }
+        m += units;
+    }
+    // Bias gradients: Σ over the tile of δ.
+    let mut u = unit;
+    while u < out_w {
+        let mut g = F::new(0.0);
+        for t in 0..tile {
+            g += buf[delta + t * so + u];
+        }
+        let i = row + off + comptime!(out_w * in_w) + u;
+        if first {
+            partials[i] = g;
+        } else {
+            partials[i] += g;
+        }
+        u += units;
     }
     if below {
-        // Its a (at `src`) stays: this layer's weight gradient above reads it.
-        let mut e = unit;
-        while e < comptime!(tile * in_w) {
-            let t = e / in_w;
-            let k = e % in_w;
-            let mut s = F::new(0.0);
-            for u in 0..out_w {
-                s += params[off + u * in_w + k] * buf[delta + t * so + u];
+        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in BLOCK_T points ×
+        // BLOCK_U inputs blocks. Its a (at `src`) stays: the gradients above read it.
+        let rows = comptime!(tile.div_ceil(BLOCK_T));
+        let blocks = comptime!(tile.div_ceil(BLOCK_T) * in_w.div_ceil(BLOCK_U));
+        let mut m = unit;
+        while m < blocks {
+            let t0 = (m % rows) * BLOCK_T;
+            let k0 = (m / rows) * BLOCK_U;
+            let mut dt = Array::<usize>::new(BLOCK_T);
+            let mut wk = Array::<usize>::new(BLOCK_U);
+            let mut s = Array::<F>::new(comptime!(BLOCK_T * BLOCK_U));
+            #[unroll]
+            for r in 0..BLOCK_T {
+                dt[r] = delta + clamp_to(t0 + r, tile) * so;
             }
-            let z = buf[zb + t * si + k];
-            buf[zb + t * si + k] = s * act_bwd::<F>(z, act);
-            e += units;
+            #[unroll]
+            for c in 0..BLOCK_U {
+                wk[c] = off + clamp_to(k0 + c, in_w);
+            }
+            #[unroll]
+            for i in 0..comptime!(BLOCK_T * BLOCK_U) {
+                s[i] = F::new(0.0);
+            }
+            for u in 0..out_w {
+                let mut dv = Array::<F>::new(BLOCK_T);
+                #[unroll]
+                for r in 0..BLOCK_T {
+                    dv[r] = buf[dt[r] + u];
+                }
+                #[unroll]
+                for c in 0..BLOCK_U {
+                    let w = params[wk[c] + u * in_w];
+                    #[unroll]
+                    for r in 0..BLOCK_T {
+                        s[r * BLOCK_U + c] += dv[r] * w;
+                    }
+                }
+            }
+            #[unroll]
+            for r in 0..BLOCK_T {
+                #[unroll]
+                for c in 0..BLOCK_U {
+                    if t0 + r < tile && k0 + c < in_w {
+                        let i = zb + (t0 + r) * si + k0 + c;
+                        let z = buf[i];
+                        buf[i] = s[r * BLOCK_U + c] * act_bwd::<F>(z, act);
+                    }
+                }
+            }
+            m += units;
         }
     }
 }
