@@ -151,7 +151,14 @@ impl<R: Runtime> GpuFused<R> {
         let m = &cfg.model;
         let tile = (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
             let shared = client.properties().hardware.max_shared_memory_size;
-            tile_points(inputs, hidden, m.layers, outputs, shared)
+            tile_points(
+                inputs,
+                hidden,
+                m.layers,
+                outputs,
+                code_act(m.activation),
+                shared,
+            )
         });
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),

@@ -48,6 +48,29 @@ pub fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
     }
 }
 
+/// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).
+pub fn keeps_z(act: u32) -> bool {
+    act >= 3
+}
+
+/// d act / dz from the stored value `v`: z when [`keeps_z`], else act(z).
+#[cube]
+pub fn act_bwd_at<F: Float>(v: F, #[comptime] act: u32) -> F {
+    if comptime!(keeps_z(act)) {
+        act_bwd::<F>(v, act)
+    } else if act == 0 {
+        if v > F::new(0.0) {
+            F::new(1.0)
+        } else {
+            F::new(0.0)
+        }
+    } else if act == 1 {
+        F::new(1.0) - v * v
+    } else {
+        v * (F::new(1.0) - v)
+    }
+}
+
 /// Loss of residual r. `loss`: 0 mse, 1 l1, 2 huber (delta 1).
 #[cube]
 pub fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {

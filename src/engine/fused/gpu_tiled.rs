@@ -2,8 +2,9 @@
 //! hidden layers, or one layer with more than [`MAX_GPU_PARAMS`] parameters.
 //!
 //! A cube takes a tile of `tile` points at a time (grid-stride over tiles).
-//! The tile's inputs, every hidden layer's pre-activations `z` and activations
-//! `a`, and the output deltas live in shared memory, one row per point with an
+//! The tile's inputs, every hidden layer's activations `a` (and
+//! pre-activations `z` where the activation's derivative needs them: silu,
+//! gelu), and the output deltas live in shared memory, one row per point with an
 //! odd stride (so units reading the same column of different points hit
 //! different banks); the weights are read from the device buffer (the same for
 //! every cube, so they stay cached). Forward, layer by layer: the cube's units
@@ -24,7 +25,7 @@
 //!
 //! [`MAX_GPU_PARAMS`]: super::gpu_kernel_limits::MAX_GPU_PARAMS
 
-use super::gpu_math::{act_bwd, act_fwd, loss_grad, loss_value};
+use super::gpu_math::{act_bwd_at, act_fwd, keeps_z, loss_grad, loss_value};
 use super::gpu_ops::cube_sum;
 use cubecl::prelude::*;
 
@@ -46,10 +47,20 @@ fn stride(width: usize) -> usize {
     width | 1
 }
 
-/// Shared-memory values one point of a tile needs: inputs, `z` and `a` of
-/// every hidden layer, output deltas (each row padded to an odd stride).
-pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize) -> usize {
-    stride(inputs) + 2 * layers * stride(hidden) + stride(outputs)
+/// Rows each hidden layer keeps per point: `a`, or `z` and `a` for `act`s
+/// whose derivative needs z ([`keeps_z`]).
+fn hidden_rows(act: u32) -> usize {
+    if keeps_z(act) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Shared-memory values one point of a tile needs: inputs, every hidden
+/// layer's rows, output deltas (each row padded to an odd stride).
+pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize, act: u32) -> usize {
+    stride(inputs) + hidden_rows(act) * layers * stride(hidden) + stride(outputs)
 }
 
 /// Points a tile holds on a device with `max_shared` bytes of shared memory
@@ -59,10 +70,11 @@ pub fn tile_points(
     hidden: usize,
     layers: usize,
     outputs: usize,
+    act: u32,
     max_shared: usize,
 ) -> usize {
     let values = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES) / 4;
-    let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs);
+    let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs, act);
     t.clamp(1, MAX_TILE)
 }
 
@@ -94,15 +106,16 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let units = CUBE_DIM as usize;
     let unit = UNIT_POS as usize;
     let row = CUBE_POS * (np + 1);
-    let per = comptime!(tile_values(inputs, hidden, layers, outputs));
+    let per = comptime!(tile_values(inputs, hidden, layers, outputs, act));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
-    let (si, sh) = comptime!((stride(inputs), stride(hidden)));
-    // Offsets in `buf`: hidden layer 1's z (its a follows), one hidden layer's
-    // z and a, the output deltas.
+    let si = comptime!(stride(inputs));
+    // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
+    // within them, the output deltas. A layer's δ goes over its first row.
     let z1 = comptime!(tile * stride(inputs));
-    let pair = comptime!(2 * tile * stride(hidden));
-    let dout = comptime!(tile * stride(inputs) + layers * 2 * tile * stride(hidden));
+    let pair = comptime!(hidden_rows(act) * tile * stride(hidden));
+    let a_at = comptime!((hidden_rows(act) - 1) * tile * stride(hidden));
+    let dout = comptime!(tile * stride(inputs) + layers * hidden_rows(act) * tile * stride(hidden));
     let hh = comptime!(hidden * hidden + hidden);
     let off1 = comptime!(layer_offset(inputs, hidden, 1));
     let off_out = comptime!(layer_offset(inputs, hidden, layers));
@@ -148,7 +161,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 params,
                 &mut buf,
                 off,
-                dst - tile * sh,
+                dst - pair + a_at,
                 dst,
                 tile,
                 hidden,
@@ -165,7 +178,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 params,
                 &buf,
                 off_out,
-                dout - tile * sh,
+                dout - pair + a_at,
                 t,
                 u,
                 hidden,
@@ -191,7 +204,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
             partials,
             row,
             off_out,
-            zl + tile * sh,
+            zl + a_at,
             dout,
             zl,
             first,
@@ -212,7 +225,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 partials,
                 row,
                 off,
-                delta - tile * sh,
+                delta - pair + a_at,
                 delta,
                 delta - pair,
                 first,
@@ -259,9 +272,19 @@ fn dense<F: Float>(
     z
 }
 
-/// Points × units each unit computes in a forward or δ block: every value
-/// it loads serves several multiply-adds (the pass is bound by loads).
-const BLOCK_T: usize = 2;
+/// Points of a forward or δ block (each unit computes points × [`BLOCK_U`]
+/// units at a time, so every value it loads serves several multiply-adds:
+/// the pass is bound by loads): 4 once a tile has 32 points (enough blocks
+/// for the cube's units), else 2.
+fn block_t(tile: usize) -> usize {
+    if tile >= 32 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Units (or inputs, for δ) of a forward or δ block.
 const BLOCK_U: usize = 4;
 /// Units × inputs of the weight-gradient block each unit owns.
 const GRAD_U: usize = 4;
@@ -273,8 +296,8 @@ fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
     clamp_max(i, comptime!(len - 1))
 }
 
-/// A hidden layer over the tile: `z` at `dst`, act(z) one block after it.
-/// Each unit takes [`BLOCK_T`] points × [`BLOCK_U`] output units at a time;
+/// A hidden layer over the tile: its rows at `dst` (act(z), after z where kept).
+/// Each unit takes [`block_t`] points × [`BLOCK_U`] output units at a time;
 /// neighbouring units take neighbouring points of the same output units.
 #[cube]
 #[allow(clippy::too_many_arguments)]
@@ -290,17 +313,18 @@ fn hidden_forward<F: Float>(
     #[comptime] act: u32,
 ) {
     let (si, sh) = comptime!((stride(in_w), stride(hidden)));
-    let rows = comptime!(tile.div_ceil(BLOCK_T));
-    let blocks = comptime!(tile.div_ceil(BLOCK_T) * hidden.div_ceil(BLOCK_U));
+    let bt = comptime!(block_t(tile));
+    let rows = comptime!(tile.div_ceil(bt));
+    let blocks = comptime!(tile.div_ceil(bt) * hidden.div_ceil(BLOCK_U));
     let mut m = UNIT_POS as usize;
     while m < blocks {
-        let t0 = (m % rows) * BLOCK_T;
+        let t0 = (m % rows) * bt;
         let u0 = (m / rows) * BLOCK_U;
-        let mut at = Array::<usize>::new(BLOCK_T);
+        let mut at = Array::<usize>::new(bt);
         let mut wu = Array::<usize>::new(BLOCK_U);
-        let mut acc = Array::<F>::new(comptime!(BLOCK_T * BLOCK_U));
+        let mut acc = Array::<F>::new(comptime!(bt * BLOCK_U));
         #[unroll]
-        for r in 0..BLOCK_T {
+        for r in 0..bt {
             at[r] = src + clamp_to(t0 + r, tile) * si;
         }
         #[unroll]
@@ -309,34 +333,38 @@ fn hidden_forward<F: Float>(
             wu[c] = off + u * in_w;
             let bias = params[off + comptime!(hidden * in_w) + u];
             #[unroll]
-            for r in 0..BLOCK_T {
+            for r in 0..bt {
                 acc[r * BLOCK_U + c] = bias;
             }
         }
         for k in 0..in_w {
-            let mut av = Array::<F>::new(BLOCK_T);
+            let mut av = Array::<F>::new(bt);
             #[unroll]
-            for r in 0..BLOCK_T {
+            for r in 0..bt {
                 av[r] = buf[at[r] + k];
             }
             #[unroll]
             for c in 0..BLOCK_U {
                 let w = params[wu[c] + k];
                 #[unroll]
-                for r in 0..BLOCK_T {
+                for r in 0..bt {
                     acc[r * BLOCK_U + c] += av[r] * w;
                 }
             }
         }
         #[unroll]
-        for r in 0..BLOCK_T {
+        for r in 0..bt {
             #[unroll]
             for c in 0..BLOCK_U {
                 if t0 + r < tile && u0 + c < hidden {
                     let z = acc[r * BLOCK_U + c];
                     let i = dst + (t0 + r) * sh + u0 + c;
-                    buf[i] = z;
-                    buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
+                    if comptime!(keeps_z(act)) {
+                        buf[i] = z;
+                        buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
+                    } else {
+                        buf[i] = act_fwd::<F>(z, act);
+                    }
                 }
             }
         }
@@ -348,7 +376,7 @@ fn hidden_forward<F: Float>(
 /// and deltas at `delta`: its weight and bias gradients into the cube's
 /// partial row (written on the cube's `first` tile, added after; each unit
 /// always owns the same entries, so no other unit touches them), and, with
-/// `below`, the hidden layer below's δ written over its `z` at `zb`.
+/// `below`, the hidden layer below's δ written over its first row at `zb`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn backward<F: Float>(
@@ -439,19 +467,24 @@ fn backward<F: Float>(
         u += units;
     }
     if below {
-        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in BLOCK_T points ×
-        // BLOCK_U inputs blocks. Its a (at `src`) stays: the gradients above read it.
-        let rows = comptime!(tile.div_ceil(BLOCK_T));
-        let blocks = comptime!(tile.div_ceil(BLOCK_T) * in_w.div_ceil(BLOCK_U));
+        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in block_t points ×
+        // BLOCK_U inputs blocks, over the layer below's first row: its z, or
+        // its a (read above) once every unit is past the gradients.
+        if comptime!(!keeps_z(act)) {
+            sync_cube();
+        }
+        let bt = comptime!(block_t(tile));
+        let rows = comptime!(tile.div_ceil(bt));
+        let blocks = comptime!(tile.div_ceil(bt) * in_w.div_ceil(BLOCK_U));
         let mut m = unit;
         while m < blocks {
-            let t0 = (m % rows) * BLOCK_T;
+            let t0 = (m % rows) * bt;
             let k0 = (m / rows) * BLOCK_U;
-            let mut dt = Array::<usize>::new(BLOCK_T);
+            let mut dt = Array::<usize>::new(bt);
             let mut wk = Array::<usize>::new(BLOCK_U);
-            let mut s = Array::<F>::new(comptime!(BLOCK_T * BLOCK_U));
+            let mut s = Array::<F>::new(comptime!(bt * BLOCK_U));
             #[unroll]
-            for r in 0..BLOCK_T {
+            for r in 0..bt {
                 dt[r] = delta + clamp_to(t0 + r, tile) * so;
             }
             #[unroll]
@@ -459,32 +492,32 @@ fn backward<F: Float>(
                 wk[c] = off + clamp_to(k0 + c, in_w);
             }
             #[unroll]
-            for i in 0..comptime!(BLOCK_T * BLOCK_U) {
+            for i in 0..comptime!(bt * BLOCK_U) {
                 s[i] = F::new(0.0);
             }
             for u in 0..out_w {
-                let mut dv = Array::<F>::new(BLOCK_T);
+                let mut dv = Array::<F>::new(bt);
                 #[unroll]
-                for r in 0..BLOCK_T {
+                for r in 0..bt {
                     dv[r] = buf[dt[r] + u];
                 }
                 #[unroll]
                 for c in 0..BLOCK_U {
                     let w = params[wk[c] + u * in_w];
                     #[unroll]
-                    for r in 0..BLOCK_T {
+                    for r in 0..bt {
                         s[r * BLOCK_U + c] += dv[r] * w;
                     }
                 }
             }
             #[unroll]
-            for r in 0..BLOCK_T {
+            for r in 0..bt {
                 #[unroll]
                 for c in 0..BLOCK_U {
                     if t0 + r < tile && k0 + c < in_w {
                         let i = zb + (t0 + r) * si + k0 + c;
                         let z = buf[i];
-                        buf[i] = s[r * BLOCK_U + c] * act_bwd::<F>(z, act);
+                        buf[i] = s[r * BLOCK_U + c] * act_bwd_at::<F>(z, act);
                     }
                 }
             }
@@ -518,19 +551,24 @@ mod tests {
     use super::*;
     use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
 
+    /// gelu keeps z and a: the widest rows.
+    const GELU: u32 = 4;
+
     #[test]
     fn the_widest_model_fits_a_point_in_the_smallest_shared_memory() {
-        let per = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO);
+        let per = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU);
         assert!(LOSS_SCRATCH + per <= WEBGPU_SHARED_BYTES / 4);
+        let relu = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, 0);
+        assert!(relu < per, "relu keeps one row a hidden layer");
         assert_eq!(
-            tile_points(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, 0),
+            tile_points(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU, 0),
             (WEBGPU_SHARED_BYTES / 4 - LOSS_SCRATCH) / per
         );
     }
 
     #[test]
     fn small_models_take_the_largest_tile() {
-        assert_eq!(tile_points(1, 10, 2, 1, 1 << 20), MAX_TILE);
-        assert!(tile_points(1, 64, 3, 1, 1 << 20) < MAX_TILE);
+        assert_eq!(tile_points(1, 10, 2, 1, 0, 1 << 20), MAX_TILE);
+        assert!(tile_points(1, 64, 3, 1, GELU, 1 << 20) < MAX_TILE);
     }
 }
