@@ -3,7 +3,8 @@
 //! points per unit, launch scheme and lanes per point — in the order most likely to win first, so early winners
 //! cut later, hopeless trials short.
 
-use crate::config::{EngineKind, Precision, TrainConfig};
+use crate::config::{EngineKind, ModelSpec, Precision, TrainConfig};
+use crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS;
 use serde::{Deserialize, Serialize};
 
 /// The knobs `tune` sets; everything else comes from the job.
@@ -170,12 +171,15 @@ pub const LANES_FROM: usize = 16;
 
 /// Stage two: the best fused candidate with every GPU tile, with the other
 /// launch scheme (persistent or two launches per step) and, for wide layers,
-/// with every number of lanes per point.
-pub fn tiles_of(best: &Candidate, space: Space, hidden: usize) -> Vec<Candidate> {
-    if !(space.gpu && best.engine == EngineKind::Fused) {
+/// with every number of lanes per point. None for models the tiled kernel
+/// takes (several hidden layers, or more than [`MAX_GPU_PARAMS`]
+/// parameters): those knobs do not reach it.
+pub fn tiles_of(best: &Candidate, space: Space, model: &ModelSpec) -> Vec<Candidate> {
+    let tiled = model.layers > 1 || model.parameter_count() > MAX_GPU_PARAMS;
+    if !(space.gpu && best.engine == EngineKind::Fused) || tiled {
         return vec![];
     }
-    let lanes = if hidden >= LANES_FROM {
+    let lanes = if model.hidden >= LANES_FROM {
         &LANES[..]
     } else {
         &[]
@@ -214,8 +218,12 @@ mod tests {
             gpu: true,
         };
         let best = Candidate::of(&TrainConfig::default(), EngineKind::Fused);
+        let wide = |hidden| ModelSpec {
+            hidden,
+            ..TrainConfig::default().model
+        };
         let lanes = |hidden| -> Vec<Option<usize>> {
-            tiles_of(&best, gpu, hidden)
+            tiles_of(&best, gpu, &wide(hidden))
                 .into_iter()
                 .filter(|c| c.lanes.is_some())
                 .map(|c| c.lanes)
@@ -224,7 +232,7 @@ mod tests {
         assert_eq!(lanes(64), LANES.map(Some).to_vec());
         assert!(lanes(LANES_FROM - 1).is_empty());
         // Every other knob stays the best candidate's.
-        for c in tiles_of(&best, gpu, 64)
+        for c in tiles_of(&best, gpu, &wide(64))
             .iter()
             .filter(|c| c.lanes.is_some())
         {
@@ -239,6 +247,13 @@ mod tests {
             fused: true,
             gpu: false,
         };
-        assert!(tiles_of(&best, cpu, 64).is_empty());
+        assert!(tiles_of(&best, cpu, &wide(64)).is_empty());
+        // Nor for a model the tiled kernel takes.
+        let deep = ModelSpec {
+            layers: 3,
+            ..wide(64)
+        };
+        assert!(tiles_of(&best, gpu, &deep).is_empty());
+        assert!(!tiles_of(&best, gpu, &wide(64)).is_empty());
     }
 }

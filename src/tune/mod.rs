@@ -165,7 +165,7 @@ pub fn tune(
             runner,
             &job,
             &own,
-            candidates::tiles_of(&fb, space, base.model.hidden),
+            candidates::tiles_of(&fb, space, &base.model),
             s,
             spent,
         );

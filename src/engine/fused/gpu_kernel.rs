@@ -17,7 +17,7 @@
 //! sum on (accumulation) or applies the optimizer to the f32 master weights in
 //! place and writes the step's mean loss. Nothing is read back to the host.
 //!
-//! Envelope: one hidden layer of up to [`MAX_GPU_HIDDEN`] units, 1–16 inputs
+//! Envelope of this kernel: one hidden layer of up to [`MAX_GPU_HIDDEN`] units, 1–16 inputs
 //! and outputs, at most [`MAX_GPU_PARAMS`] parameters, f32. Wide layers share
 //! each point between several units ([`super::gpu_split`]).
 
