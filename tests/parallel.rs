@@ -70,3 +70,55 @@ fn two_replicas_equal_one_device() {
         }
     }
 }
+
+#[test]
+fn a_data_parallel_run_checkpoints_and_resumes_to_the_same_weights() {
+    use ferrofit::engine::checkpoint;
+    use ferrofit::engine::run::Control;
+    let t = common::targets().remove(0);
+    let cfg = TrainConfig {
+        n: 5_003,
+        steps: 20,
+        log_every: 5,
+        optimizer: OptimizerKind::Adam,
+        lr: 0.02,
+        checkpoint_every: Some(10),
+        ..TrainConfig::default()
+    };
+    let init = Params::init(&cfg.model, cfg.seed);
+    let data = Task::X2Noise.generate(cfg.n, cfg.seed);
+    let replicas = [t.clone(), t.clone()];
+    let dir = std::env::temp_dir().join(format!("ferrofit-dp-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ctl = Control {
+        checkpoints: Some(dir.clone()),
+        ..Control::default()
+    };
+    let (whole, params) =
+        parallel::train_with(&replicas, &cfg, init, data.clone(), &mut (), &ctl, None).unwrap();
+    assert_eq!(whole.steps, 20);
+    // One checkpoint is due, at step 10 (none at the last step: the model is saved then).
+    let (c, _) = checkpoint::latest(&dir).unwrap();
+    assert_eq!(c.step, 10);
+    let resumed_ctl = Control {
+        start_step: c.step,
+        ..ctl
+    };
+    let (rest, resumed) = parallel::train_with(
+        &replicas,
+        &c.config,
+        c.params.clone(),
+        data,
+        &mut (),
+        &resumed_ctl,
+        Some(&c.opt),
+    )
+    .unwrap();
+    assert_eq!(rest.steps, 20);
+    assert_eq!(
+        resumed.flatten(),
+        params.flatten(),
+        "resuming at step 10 must retrace the uninterrupted run"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

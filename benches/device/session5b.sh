@@ -20,4 +20,3 @@ for hlr in "32 2 5" "64 3 5" "128 4 3"; do
   timeout 200 $B bench --hidden $1 --layers $2 --backends cuda,vulkan --engine fused --peers jax,torch --reps $3 --no-history \
     --json "$OUT/bench_h$1_l$2.json" --markdown "$OUT/bench_h$1_l$2.md" 2>>"$OUT/stderr.txt" | tail -n 8
 done
-nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv

@@ -1,25 +1,11 @@
 #!/usr/bin/env bash
-# Session 5, third H200 call: the tiled kernel keeping only a for relu/tanh/sigmoid, 4-point blocks (several
-# hidden layers) — GPU gradient and deep training tests on CUDA and Vulkan,
-# then deep models beside JAX and PyTorch (1-H-…-H-1 ReLU, N = 1e6, 100 SGD steps).
+# Session 5, third H200 call: the tiled kernel keeping only a for
+# relu/tanh/sigmoid, 4-point blocks — the second call's tests and benches
+# (session5b.sh) again, then a gelu model (which keeps z).
 set -u
+bash benches/device/session5b.sh
 . benches/device/setup.sh
 B=/tmp/ferrofit
-for t in gradients training; do
-  gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
-done
-echo "== test gradients (fused GPU)"
-FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 150 /tmp/test_gradients fused_gpu --test-threads 1 --nocapture > "$OUT/test_gradients.txt" 2>&1
-grep -E "^test |test result|panicked" "$OUT/test_gradients.txt" | sort | uniq -c
-echo "== test training (fused vs general, seed and deep)"
-FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 200 /tmp/test_training agree --test-threads 1 --nocapture > "$OUT/test_training.txt" 2>&1
-grep -E "^test |test result|panicked" "$OUT/test_training.txt" | sort | uniq -c
-for hlr in "32 2 5" "64 3 5" "128 4 3"; do
-  set -- $hlr
-  echo "== bench: H = $1, $2 layers"
-  timeout 200 $B bench --hidden $1 --layers $2 --backends cuda,vulkan --engine fused --peers jax,torch --reps $3 --no-history \
-    --json "$OUT/bench_h$1_l$2.json" --markdown "$OUT/bench_h$1_l$2.md" 2>>"$OUT/stderr.txt" | tail -n 8
-done
 echo "== bench: H = 64, 3 layers, gelu (keeps z)"
 timeout 100 $B bench --hidden 64 --layers 3 --activation gelu --backends cuda,vulkan --engine fused --reps 5 --no-history --markdown "$OUT/bench_h64_l3_gelu.md" 2>>"$OUT/stderr.txt" | tail -n 3
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv

@@ -177,8 +177,9 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             Some(d) => d,
             None => Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed),
         };
-        parallel::train(&targets, &cfg, init, data, &mut display).map(|(outcome, params)| {
-            dispatch::RunResult {
+        let opt = resume.as_ref().map(|c| &c.opt);
+        parallel::train_with(&targets, &cfg, init, data, &mut display, &ctl, opt).map(
+            |(outcome, params)| dispatch::RunResult {
                 outcome,
                 params,
                 engine: EngineKind::Fused,
@@ -187,8 +188,8 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
                     targets.len(),
                     select::describe(&targets)
                 )),
-            }
-        })
+            },
+        )
     };
     display.finish();
     let r = match result {

@@ -5,9 +5,13 @@
 //! count), the replicas all-reduce (sum) gradient and loss through
 //! `burn-collective`, and each applies the same update — so the weights stay
 //! identical across replicas and equal, up to summation order, to a
-//! single-device run.
+//! single-device run. With a checkpoint folder, replica 0 writes the
+//! checkpoints (every replica holds the same state) and the replicas agree
+//! through the same all-reduce on stopping (Ctrl-C) and on a failed write, so
+//! none is left waiting for a peer that has gone.
 
-use super::run::{self, LossPoint, Progress, TrainOutcome};
+use super::checkpoint::OptState;
+use super::run::{self, Control, LossPoint, Progress, TrainOutcome};
 use crate::backend::collective;
 use crate::backend::dispatch;
 use crate::backend::select::Target;
@@ -44,19 +48,34 @@ pub fn train(
     data: Dataset,
     progress: &mut (dyn Progress + Send),
 ) -> Result<(TrainOutcome, Params)> {
+    train_with(
+        targets,
+        cfg,
+        init,
+        data,
+        progress,
+        &Control::default(),
+        None,
+    )
+}
+
+/// [`train`] from `ctl.start_step`, writing checkpoints into
+/// `ctl.checkpoints`; `opt` restores a checkpoint's optimizer state.
+pub fn train_with(
+    targets: &[Target],
+    cfg: &TrainConfig,
+    init: Params,
+    data: Dataset,
+    progress: &mut (dyn Progress + Send),
+    ctl: &Control,
+    opt: Option<&OptState>,
+) -> Result<(TrainOutcome, Params)> {
     cfg.validate()?;
     if targets.is_empty() {
         return Err(FerroError::arg(
             "devices",
             "(none)",
             "name at least one device",
-        ));
-    }
-    if cfg.checkpoint_every.is_some() {
-        return Err(FerroError::arg(
-            "checkpoint-every",
-            cfg.checkpoint_every.unwrap_or(0),
-            "checkpoints are not written by data-parallel runs yet: drop --devices or --checkpoint-every",
         ));
     }
     if targets.iter().any(|t| t.kind != targets[0].kind) {
@@ -78,7 +97,8 @@ pub fn train(
                 let (data, init, progress) = (data.clone(), init.clone(), &progress);
                 s.spawn(move || {
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        replica(t, r, d, cfg, init, data, (r == 0).then_some(progress))
+                        let progress = (r == 0).then_some(progress);
+                        replica(t, r, d, cfg, init, data, progress, ctl, opt)
                     }))
                     .unwrap_or_else(|_| {
                         Err(FerroError::BackendFailed {
@@ -106,6 +126,7 @@ pub fn train(
 type SharedProgress<'a> = Mutex<&'a mut (dyn Progress + Send)>;
 
 /// One replica's whole run, in lockstep with the others through the all-reduce.
+#[allow(clippy::too_many_arguments)]
 fn replica(
     t: &Target,
     r: usize,
@@ -114,6 +135,8 @@ fn replica(
     init: Params,
     data: Dataset,
     progress: Option<&SharedProgress>,
+    ctl: &Control,
+    opt: Option<&OptState>,
 ) -> Result<(TrainOutcome, Params)> {
     let id = r as u32;
     collective::register(id, d)?;
@@ -129,12 +152,15 @@ fn replica(
                 detail: "another data-parallel replica could not start its engine".into(),
             });
         }
+        if let Some(o) = opt {
+            engine.load_optimizer_state(o)?;
+        }
         let mut plan = BatchPlan::new(cfg);
         let (mut curve, mut first_step_seconds, mut reached) = (Vec::new(), 0.0, false);
-        let mut steps_done = 0;
+        let mut steps_done = ctl.start_step;
         run::ready(engine.as_mut())?;
         let start = Instant::now();
-        for step in 0..cfg.steps {
+        for step in ctl.start_step..cfg.steps {
             let batches: Vec<Batch> = (0..plan.accumulate())
                 .map(|k| plan.batch(step, k))
                 .collect();
@@ -149,7 +175,7 @@ fn replica(
             engine.apply_gradient(&g, lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
             steps_done = step + 1;
             let loss = g[g.len() - 1] as f64;
-            if step == 0 {
+            if step == ctl.start_step {
                 first_step_seconds = start.elapsed().as_secs_f64();
             }
             let log = step + 1 == cfg.steps || (step + 1).is_multiple_of(cfg.log_every);
@@ -158,6 +184,9 @@ fn replica(
                     step,
                     value: loss as f32,
                 });
+            }
+            if let Some(dir) = &ctl.checkpoints {
+                checkpoint_step(engine.as_mut(), id, cfg, ctl, dir, steps_done)?;
             }
             if log {
                 curve.push(LossPoint {
@@ -196,6 +225,50 @@ fn replica(
     })();
     collective::finish(id);
     out
+}
+
+/// After `done` steps with a checkpoint folder: stops every replica when any
+/// saw Ctrl-C, and writes a checkpoint (replica 0) when one is due or on
+/// stopping. Every replica takes part in both all-reduces, so all agree.
+fn checkpoint_step(
+    engine: &mut dyn crate::engine::StepEngine,
+    id: u32,
+    cfg: &TrainConfig,
+    ctl: &Control,
+    dir: &std::path::Path,
+    done: usize,
+) -> Result<()> {
+    let asked = f32::from(u8::from(crate::interrupt::requested()));
+    let stop = collective::sum(id, &[asked])?[0] > 0.0;
+    let due = cfg
+        .checkpoint_every
+        .is_some_and(|k| done.is_multiple_of(k) && done < cfg.steps);
+    if !(stop || due) {
+        return Ok(());
+    }
+    let saved = if id == 0 {
+        Some(run::save_checkpoint(engine, cfg, ctl, dir, done))
+    } else {
+        None
+    };
+    let failed = f32::from(u8::from(matches!(saved, Some(Err(_)))));
+    if collective::sum(id, &[failed])?[0] > 0.0 {
+        return Err(match saved {
+            Some(Err(e)) => e,
+            _ => FerroError::BackendFailed {
+                backend: "collective".into(),
+                detail: "replica 0 could not write the checkpoint".into(),
+            },
+        });
+    }
+    if stop {
+        let saved = match saved {
+            Some(Ok(path)) => path.display().to_string(),
+            _ => dir.display().to_string(),
+        };
+        return Err(FerroError::Interrupted { step: done, saved });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub fn train(
 }
 
 /// Writes a checkpoint after `done` steps, refusing non-finite weights.
-fn save_checkpoint(
+pub(crate) fn save_checkpoint(
     engine: &mut dyn StepEngine,
     cfg: &TrainConfig,
     ctl: &Control,

@@ -264,6 +264,28 @@ impl<R: Runtime> GpuFused<R> {
         }
     }
 
+    /// The buffers both gradient kernels start with: inputs, targets, the
+    /// micro-batch's `len` indices (a placeholder without `idx`), the weights
+    /// and the partial rows.
+    fn grad_buffers(&self, idx: Option<Handle>, len: usize) -> [ArrayArg<R>; 5] {
+        let (idx, idx_len) = match idx {
+            Some(h) => (h, len),
+            None => (self.no_idx.clone(), 1),
+        };
+        let m = &self.cfg.model;
+        // SAFETY: each buffer was allocated with (at least) the length given
+        // here, and `idx` holds `len` indices below `n`.
+        unsafe {
+            [
+                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
+                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
+                ArrayArg::from_raw_parts(idx, idx_len),
+                ArrayArg::from_raw_parts(self.params.clone(), self.np),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
+            ]
+        }
+    }
+
     /// `fused_grad` over `len` points from `start` (or the points in `idx`).
     fn launch_grad(&mut self, start: usize, len: usize, idx: Option<Handle>, scale: f32) {
         if let Some(tile) = self.tile {
@@ -273,36 +295,31 @@ impl<R: Runtime> GpuFused<R> {
         let cubes = len
             .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
             .clamp(1, MAX_CUBES);
-        let (idx_handle, idx_len, use_idx) = match idx {
-            Some(h) => (h, len, true),
-            None => (self.no_idx.clone(), 1, false),
-        };
-        // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold max_cubes rows.
-        unsafe {
-            fused_grad::launch::<f32, R>(
-                &self.client,
-                CubeCount::Static(cubes as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.x.clone(), self.n * self.cfg.model.inputs),
-                ArrayArg::from_raw_parts(self.y.clone(), self.n * self.cfg.model.outputs),
-                ArrayArg::from_raw_parts(idx_handle, idx_len),
-                ArrayArg::from_raw_parts(self.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
-                start as u32,
-                len as u32,
-                scale,
-                self.cfg.model.inputs,
-                self.hidden,
-                self.cfg.model.outputs,
-                code_act(self.cfg.model.activation),
-                code_loss(self.cfg.loss),
-                use_idx,
-                self.plane,
-                self.scratch,
-                self.ahead,
-                self.lanes,
-            )
-        };
+        let use_idx = idx.is_some();
+        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
+        fused_grad::launch::<f32, R>(
+            &self.client,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(CUBE_UNITS),
+            x,
+            y,
+            idx,
+            params,
+            partials,
+            start as u32,
+            len as u32,
+            scale,
+            self.cfg.model.inputs,
+            self.hidden,
+            self.cfg.model.outputs,
+            code_act(self.cfg.model.activation),
+            code_loss(self.cfg.loss),
+            use_idx,
+            self.plane,
+            self.scratch,
+            self.ahead,
+            self.lanes,
+        );
         self.pending = Some(cubes as u32);
     }
 
@@ -316,36 +333,31 @@ impl<R: Runtime> GpuFused<R> {
         scale: f32,
     ) {
         let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
-        let (idx_handle, idx_len, use_idx) = match idx {
-            Some(h) => (h, len, true),
-            None => (self.no_idx.clone(), 1, false),
-        };
+        let use_idx = idx.is_some();
+        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
         let m = &self.cfg.model;
-        // SAFETY: buffers hold `n` points, `idx` holds `len` indices < n, partials hold max_cubes rows.
-        unsafe {
-            tiled_grad::launch::<f32, R>(
-                &self.client,
-                CubeCount::Static(cubes as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
-                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
-                ArrayArg::from_raw_parts(idx_handle, idx_len),
-                ArrayArg::from_raw_parts(self.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
-                start as u32,
-                len as u32,
-                scale,
-                m.inputs,
-                m.hidden,
-                m.layers,
-                m.outputs,
-                code_act(m.activation),
-                code_loss(self.cfg.loss),
-                use_idx,
-                self.plane,
-                tile,
-            )
-        };
+        tiled_grad::launch::<f32, R>(
+            &self.client,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(CUBE_UNITS),
+            x,
+            y,
+            idx,
+            params,
+            partials,
+            start as u32,
+            len as u32,
+            scale,
+            m.inputs,
+            m.hidden,
+            m.layers,
+            m.outputs,
+            code_act(m.activation),
+            code_loss(self.cfg.loss),
+            use_idx,
+            self.plane,
+            tile,
+        );
         self.pending = Some(cubes as u32);
     }
 
