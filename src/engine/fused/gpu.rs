@@ -381,8 +381,14 @@ impl<R: Runtime> GpuFused<R> {
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
         if let Some(tile) = self.tile {
+            let c = &self.cfg;
+            let unused = if c.lanes.is_some() || c.points_per_unit.is_some() {
+                "; --lanes and --points-per-unit tune the one-layer kernels only"
+            } else {
+                ""
+            };
             return Some(format!(
-                "tiled kernel, {tile} points a tile, two launches per step"
+                "tiled kernel, {tile} points a tile, two launches per step{unused}"
             ));
         }
         let scheme = match &self.persistent {
