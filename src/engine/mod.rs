@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod fused;
 pub mod general;
 pub mod parallel;
+pub mod phases;
 pub mod run;
 
 use crate::batches::Batch;

@@ -11,6 +11,7 @@
 //! none is left waiting for a peer that has gone.
 
 use super::checkpoint::OptState;
+use super::phases::Phases;
 use super::run::{self, Control, LossPoint, Progress, TrainOutcome};
 use crate::backend::collective;
 use crate::backend::dispatch;
@@ -160,7 +161,9 @@ fn replica(
         let mut steps_done = ctl.start_step;
         run::ready(engine.as_mut())?;
         let start = Instant::now();
+        let mut phases = Phases::from_env();
         for step in ctl.start_step..cfg.steps {
+            phases.start();
             let batches: Vec<Batch> = (0..plan.accumulate())
                 .map(|k| plan.batch(step, k))
                 .collect();
@@ -171,8 +174,12 @@ fn replica(
                     engine.accumulate(&part, count)?;
                 }
             }
-            let g = collective::sum(id, &engine.take_gradient()?)?;
+            let local = engine.take_gradient()?;
+            phases.end(0);
+            let g = collective::sum(id, &local)?;
+            phases.end(1);
             engine.apply_gradient(&g, lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
+            phases.end(2);
             steps_done = step + 1;
             let loss = g[g.len() - 1] as f64;
             if step == ctl.start_step {
@@ -208,6 +215,9 @@ fn replica(
         }
         engine.sync()?;
         let train_seconds = start.elapsed().as_secs_f64();
+        if let Some(s) = phases.summary(&format!("replica {r} ({})", t.label())) {
+            eprintln!("{s}");
+        }
         let params = engine.params()?;
         Ok((
             TrainOutcome {
