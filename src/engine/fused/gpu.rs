@@ -241,7 +241,7 @@ impl<R: Runtime> GpuFused<R> {
                 u32::from(self.step == 1),
                 np,
                 code_opt(self.cfg.optimizer),
-                apply,
+                u32::from(apply),
             )
         };
     }

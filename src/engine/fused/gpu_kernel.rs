@@ -93,7 +93,8 @@ pub fn fused_grad<F: Float + CubeElement>(
     }
 }
 
-/// Sums `cubes` partial rows into the carried gradient; with `apply`, runs the
+/// Sums `cubes` partial rows into the carried gradient; with `apply` (not 0,
+/// a runtime flag, so one compiled kernel serves both), runs the
 /// optimizer on `params` and writes the mean loss to `loss_out[0]`.
 /// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw. Cubes of 256 units. A row of at
 /// most 128 values takes one cube: unit `t` sums every `lanes`-th partial row of
@@ -116,7 +117,7 @@ pub fn reduce_update<F: Float + CubeElement>(
     first: u32,
     #[comptime] np: usize,
     #[comptime] opt: u32,
-    #[comptime] apply: bool,
+    apply: u32,
 ) {
     let t = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
@@ -143,7 +144,7 @@ pub fn reduce_update<F: Float + CubeElement>(
         for l in 0..lanes {
             total += lane_sums[l * width + t];
         }
-        if !apply {
+        if apply == 0u32 {
             carry[j] = total;
         } else {
             carry[j] = F::new(0.0);
