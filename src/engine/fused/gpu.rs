@@ -8,7 +8,7 @@
 //! `fused_grad`, always two launches per step.
 //! The loss is read back only when the training loop asks for it.
 
-use super::gpu_kernel::{fused_grad, reduce_update, CUBE_UNITS, MAX_GPU_PARAMS};
+use super::gpu_kernel::{fused_grad, reduce_update, zero, CUBE_UNITS, MAX_GPU_PARAMS};
 use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
 use super::gpu_split::split_lanes;
 use super::gpu_steps::{Persistent, QueuedStep};
@@ -246,13 +246,27 @@ impl<R: Runtime> GpuFused<R> {
         };
     }
 
+    /// Zeroes the carried gradient in place. A fresh buffer a step (as
+    /// before) coincided with a stall at step 32 of data-parallel runs.
+    fn zero_carry(&mut self) {
+        let len = self.np + 1;
+        // SAFETY: the carry holds np + 1 values.
+        unsafe {
+            zero::launch::<f32, R>(
+                &self.client,
+                CubeCount::Static(len.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                ArrayArg::from_raw_parts(self.carry.clone(), len),
+            )
+        };
+    }
+
     /// Gradient of the mean loss over `batch` (for checks), flattened like [`Params::flatten`].
     pub fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
         self.accumulate(batch, batch.len())?;
         self.reduce(false, 0.0);
         let g = self.read(&self.carry, self.np)?;
-        let zeros = vec![0f32; self.np + 1];
-        self.carry = self.client.create_from_slice(pod_bytes(&zeros));
+        self.zero_carry();
         Ok(g)
     }
 
@@ -475,9 +489,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             self.reduce(false, 0.0);
         }
         let g = self.read(&self.carry, self.np + 1)?;
-        self.carry = self
-            .client
-            .create_from_slice(pod_bytes(&vec![0f32; self.np + 1]));
+        self.zero_carry();
         Ok(g)
     }
 

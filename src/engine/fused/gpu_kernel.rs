@@ -161,3 +161,11 @@ pub fn reduce_update<F: Float + CubeElement>(
         }
     }
 }
+
+/// Sets every value of `a` to zero (the carried gradient, in place: no new buffer).
+#[cube(launch)]
+pub fn zero<F: Float + CubeElement>(a: &mut Array<F>) {
+    if ABSOLUTE_POS < a.len() {
+        a[ABSOLUTE_POS] = F::new(0.0);
+    }
+}
