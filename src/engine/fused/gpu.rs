@@ -4,18 +4,19 @@
 //! any other step is [`fused_grad`](super::gpu_kernel::fused_grad) per
 //! micro-batch plus one [`reduce_update`](super::gpu_kernel::reduce_update).
 //! Models the per-point kernels cannot hold (several hidden layers, or more
-//! than [`MAX_GPU_PARAMS`] parameters) take [`tiled_grad`] in place of
+//! than [`MAX_GPU_PARAMS`] parameters) take [`tiled_grad`](super::gpu_tiled::tiled_grad) in place of
 //! `fused_grad`, always two launches per step.
-//! The loss is read back only when the training loop asks for it.
+//! The loss is read back only when the training loop asks for it. The
+//! launches themselves are in [`super::gpu_launch`].
 
-use super::gpu_kernel::{fused_grad, reduce_update, zero, CUBE_UNITS, MAX_GPU_PARAMS};
+use super::gpu_kernel::MAX_GPU_PARAMS;
+use super::gpu_launch::code_act;
 use super::gpu_ops::{scratch_len, use_planes, LOAD_AHEAD};
 use super::gpu_split::split_lanes;
 use super::gpu_steps::{Persistent, QueuedStep};
-use super::gpu_tiled::{tile_points, tiled_grad};
-use super::optim::bias_corrections;
+use super::gpu_tiled::tile_points;
 use crate::batches::Batch;
-use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
+use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
 use crate::engine::StepEngine;
 use crate::error::{FerroError, Result};
@@ -29,14 +30,11 @@ use cubecl::server::Handle;
 pub const POINTS_PER_UNIT: usize = 16;
 
 /// Most cubes a micro-batch is spread over (bounds the partials buffer).
-const MAX_CUBES: usize = 2048;
+pub(super) const MAX_CUBES: usize = 2048;
 
 /// Most values of the tiled kernel's partial rows (64 MiB, half the 128 MiB
 /// storage binding every WebGPU device allows): wide models get fewer cubes.
 const TILED_PARTIALS: usize = 1 << 24;
-
-/// Tiles each cube of the tiled kernel takes, at least, before more cubes are launched.
-const TILES_PER_CUBE: usize = 4;
 
 /// Fused GPU engine on CubeCL runtime `R`.
 pub struct GpuFused<R: Runtime> {
@@ -47,16 +45,16 @@ pub struct GpuFused<R: Runtime> {
     pub(super) n: usize,
     pub(super) x: Handle,
     pub(super) y: Handle,
-    no_idx: Handle,
+    pub(super) no_idx: Handle,
     pub(super) params: Handle,
     pub(super) m: Handle,
     pub(super) v: Handle,
-    carry: Handle,
-    partials: Handle,
+    pub(super) carry: Handle,
+    pub(super) partials: Handle,
     /// `[loss of the last step, 1 if a persistent launch failed]`.
     pub(super) loss_out: Handle,
     /// Cubes whose partials are waiting to be reduced.
-    pending: Option<u32>,
+    pub(super) pending: Option<u32>,
     pub(super) step: i32,
     pub(super) template: Params,
     /// Whether the kernels reduce with plane (warp, subgroup) sums.
@@ -72,38 +70,11 @@ pub struct GpuFused<R: Runtime> {
     /// The persistent path, when enabled and the device runs it.
     pub(super) persistent: Option<Persistent>,
     /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
-    deferred: Option<(u32, u32, f32)>,
+    pub(super) deferred: Option<(u32, u32, f32)>,
     /// Points per tile when the model takes the tiled kernel ([`tiled_grad`]).
-    tile: Option<usize>,
+    pub(super) tile: Option<usize>,
     /// Partial rows the partials buffer holds.
-    max_cubes: usize,
-}
-
-pub(super) fn code_act(a: Activation) -> u32 {
-    match a {
-        Activation::Relu => 0,
-        Activation::Tanh => 1,
-        Activation::Sigmoid => 2,
-        Activation::Silu => 3,
-        Activation::Gelu => 4,
-    }
-}
-
-pub(super) fn code_loss(l: Loss) -> u32 {
-    match l {
-        Loss::Mse => 0,
-        Loss::L1 => 1,
-        Loss::Huber => 2,
-    }
-}
-
-pub(super) fn code_opt(o: OptimizerKind) -> u32 {
-    match o {
-        OptimizerKind::Sgd => 0,
-        OptimizerKind::Momentum => 1,
-        OptimizerKind::Adam => 2,
-        OptimizerKind::Adamw => 3,
-    }
+    pub(super) max_cubes: usize,
 }
 
 /// True when every step of `cfg` is one micro-batch of consecutive points
@@ -214,165 +185,20 @@ impl<R: Runtime> GpuFused<R> {
             .collect())
     }
 
-    /// Reduces pending partials; with `apply`, also steps the optimizer.
-    fn reduce(&mut self, apply: bool, lr: f64) {
-        self.settle();
-        let cubes = self.pending.take().unwrap_or(0);
-        let wd = self.cfg.weight_decay as f32;
-        let (b1, b2) = bias_corrections(self.step.max(1));
-        let np = self.np;
-        // SAFETY: every buffer was allocated with the lengths passed here.
-        unsafe {
-            reduce_update::launch::<f32, R>(
-                &self.client,
-                CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (np + 1)),
-                ArrayArg::from_raw_parts(self.params.clone(), np),
-                ArrayArg::from_raw_parts(self.m.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.v.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.carry.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.loss_out.clone(), 1),
-                cubes,
-                lr as f32,
-                wd,
-                b1,
-                b2,
-                u32::from(self.step == 1),
-                np,
-                code_opt(self.cfg.optimizer),
-                u32::from(apply),
-            )
-        };
-    }
-
-    /// Zeroes the carried gradient in place. A fresh buffer a step (as
-    /// before) coincided with a stall at step 32 of data-parallel runs.
-    fn zero_carry(&mut self) {
-        let len = self.np + 1;
-        // SAFETY: the carry holds np + 1 values.
-        unsafe {
-            zero::launch::<f32, R>(
-                &self.client,
-                CubeCount::Static(len.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.carry.clone(), len),
-            )
-        };
-    }
-
     /// Gradient of the mean loss over `batch` (for checks), flattened like [`Params::flatten`].
     pub fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
         self.accumulate(batch, batch.len())?;
-        self.reduce(false, 0.0);
-        let g = self.read(&self.carry, self.np)?;
-        self.zero_carry();
+        let mut g = self.take_gradient()?;
+        g.truncate(self.np);
         Ok(g)
     }
 
     /// Runs queued persistent steps, then a deferred micro-batch the two-launch way.
-    fn settle(&mut self) {
+    pub(super) fn settle(&mut self) {
         self.flush();
         if let Some((start, len, scale)) = self.deferred.take() {
             self.launch_grad(start as usize, len as usize, None, scale);
         }
-    }
-
-    /// The buffers both gradient kernels start with: inputs, targets, the
-    /// micro-batch's `len` indices (a placeholder without `idx`), the weights
-    /// and the partial rows.
-    fn grad_buffers(&self, idx: Option<Handle>, len: usize) -> [ArrayArg<R>; 5] {
-        let (idx, idx_len) = match idx {
-            Some(h) => (h, len),
-            None => (self.no_idx.clone(), 1),
-        };
-        let m = &self.cfg.model;
-        // SAFETY: each buffer was allocated with (at least) the length given
-        // here, and `idx` holds `len` indices below `n`.
-        unsafe {
-            [
-                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
-                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
-                ArrayArg::from_raw_parts(idx, idx_len),
-                ArrayArg::from_raw_parts(self.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
-            ]
-        }
-    }
-
-    /// `fused_grad` over `len` points from `start` (or the points in `idx`).
-    fn launch_grad(&mut self, start: usize, len: usize, idx: Option<Handle>, scale: f32) {
-        if let Some(tile) = self.tile {
-            return self.launch_tiled(tile, start, len, idx, scale);
-        }
-        let units = CUBE_UNITS as usize;
-        let cubes = len
-            .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
-            .clamp(1, MAX_CUBES);
-        let use_idx = idx.is_some();
-        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
-        fused_grad::launch::<f32, R>(
-            &self.client,
-            CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(CUBE_UNITS),
-            x,
-            y,
-            idx,
-            params,
-            partials,
-            start as u32,
-            len as u32,
-            scale,
-            self.cfg.model.inputs,
-            self.hidden,
-            self.cfg.model.outputs,
-            code_act(self.cfg.model.activation),
-            code_loss(self.cfg.loss),
-            use_idx,
-            self.plane,
-            self.scratch,
-            self.ahead,
-            self.lanes,
-        );
-        self.pending = Some(cubes as u32);
-    }
-
-    /// `tiled_grad` over `len` points from `start` (or the points in `idx`), `tile` points at a time.
-    fn launch_tiled(
-        &mut self,
-        tile: usize,
-        start: usize,
-        len: usize,
-        idx: Option<Handle>,
-        scale: f32,
-    ) {
-        let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
-        let use_idx = idx.is_some();
-        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
-        let m = &self.cfg.model;
-        tiled_grad::launch::<f32, R>(
-            &self.client,
-            CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(CUBE_UNITS),
-            x,
-            y,
-            idx,
-            params,
-            partials,
-            start as u32,
-            len as u32,
-            scale,
-            m.inputs,
-            m.hidden,
-            m.layers,
-            m.outputs,
-            code_act(m.activation),
-            code_loss(self.cfg.loss),
-            use_idx,
-            self.plane,
-            tile,
-        );
-        self.pending = Some(cubes as u32);
     }
 
     /// `loss_out`, failing when a persistent launch could not run its grid.
@@ -429,10 +255,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
                 return Ok(());
             }
         }
-        self.settle();
-        if self.pending.is_some() {
-            self.reduce(false, 0.0);
-        }
+        self.reduce_pending();
         match batch {
             Batch::Range(s, e) => self.launch_grad(*s, e - s, None, scale),
             Batch::Indices(v) => {
@@ -472,10 +295,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     }
 
     fn optimizer_state(&mut self) -> Result<OptState> {
-        self.settle();
-        if self.pending.is_some() {
-            self.reduce(false, 0.0);
-        }
+        self.reduce_pending();
         Ok(OptState {
             m: self.read(&self.m, self.np)?,
             v: self.read(&self.v, self.np)?,
@@ -484,10 +304,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     }
 
     fn take_gradient(&mut self) -> Result<Vec<f32>> {
-        self.settle();
-        if self.pending.is_some() {
-            self.reduce(false, 0.0);
-        }
+        self.reduce_pending();
         let g = self.read(&self.carry, self.np + 1)?;
         self.zero_carry();
         Ok(g)

@@ -9,7 +9,8 @@
 //! tried). The answer is cached per device and parameter count (registers). A device where
 //! even one cube fails (or the probe panics) keeps the two-launch path.
 
-use super::gpu::{code_act, code_loss, code_opt, pod_bytes, GpuFused, POINTS_PER_UNIT};
+use super::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
+use super::gpu_launch::{code_act, code_loss, code_opt};
 use super::gpu_ops::CUBE_UNITS;
 use super::gpu_persistent::{fused_steps, PLAN_F, PLAN_U};
 use super::optim::bias_corrections;

@@ -15,6 +15,8 @@ pub mod gpu;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_kernel;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub mod gpu_launch;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_layers;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu_math;
