@@ -20,6 +20,7 @@ pub mod record;
 pub mod report;
 pub mod save;
 pub mod schedule;
+pub mod trainer;
 pub mod tune;
 
 pub use ferrofit_spec::{args, config, csv, error, rng, task, userdata};

@@ -204,7 +204,7 @@ fn bench_cli_writes_json_and_compares_with_the_previous_run() {
     let backends: Vec<String> = common::targets()
         .iter()
         .map(|t| {
-            if t.kind == ferrofit::backend::BackendKind::Cpu {
+            if t.backend == ferrofit::backend::Backend::Cpu {
                 "cpu".into()
             } else {
                 t.info.api.clone()

@@ -5,9 +5,9 @@
 
 mod common;
 
-use ferrofit::backend::dispatch::RunResult;
 use ferrofit::backend::select::Target;
-use ferrofit::backend::BackendKind;
+use ferrofit::backend::Backend;
+use ferrofit::trainer::RunResult;
 use ferrofit::config::{EngineKind, TrainConfig};
 use ferrofit::doctor::{checks, Severity, Subject};
 use ferrofit::model::Params;
@@ -33,8 +33,8 @@ struct Fake<'a> {
 }
 
 impl Subject for Fake<'_> {
-    fn kind(&self) -> BackendKind {
-        self.real.kind
+    fn backend(&self) -> Backend {
+        self.real.backend
     }
 
     fn train_from(

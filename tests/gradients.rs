@@ -3,11 +3,12 @@
 mod common;
 
 use common::targets;
-use ferrofit::backend::dispatch::{fused_gpu_gradient, general_gradient};
-use ferrofit::backend::BackendKind;
+use ferrofit::backend::select::Target;
+use ferrofit::backend::Backend;
+use ferrofit::trainer::Trainer;
 use ferrofit::batches::Batch;
-use ferrofit::config::{Activation, Loss, ModelSpec, TrainConfig};
-use ferrofit::engine::fused::cpu_kernel;
+use ferrofit::config::{Activation, EngineKind, Loss, ModelSpec, TrainConfig};
+use ferrofit::engine::fused::cpu::kernel;
 use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
 use ferrofit::rng::uniform;
@@ -134,13 +135,13 @@ fn general_gradient_matches_reference_on_every_backend() {
             let data = random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             let g =
-                general_gradient(&target, &cfg, &p, &data, &Batch::Range(0, n)).expect("gradient");
+                gradient(&target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
             let g: Vec<f64> = g.into_iter().map(f64::from).collect();
             let e = rel_err(&g, &ref_grad);
             // On CUDA >= 12.8 CubeCL lets Burn's activations use reduced-precision
             // intrinsics (`__tanhf`): measured on an H200, 6.2e-4 (tanh) and 1.6e-4
             // (silu). The fused kernels keep full precision and pass 1e-5 there.
-            let tol = if target.kind == BackendKind::Cuda {
+            let tol = if target.backend == Backend::Cuda {
                 1e-3
             } else {
                 1e-4
@@ -287,7 +288,7 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
     ];
     let deep = cases().into_iter().filter(|(spec, _, _)| spec.layers > 1);
     let cases: Vec<_> = own.into_iter().chain(deep).collect();
-    for target in targets().into_iter().filter(|t| t.kind != BackendKind::Cpu) {
+    for target in targets().into_iter().filter(|t| t.backend.is_gpu()) {
         for (i, (spec, lossk, n)) in cases.iter().copied().enumerate() {
             let cfg = TrainConfig {
                 model: spec,
@@ -302,7 +303,7 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
                 Batch::Range(0, n),
                 Batch::Indices((0..n as u32).rev().collect()),
             ] {
-                let g = fused_gpu_gradient(&target, &cfg, &p, &data, &batch).expect("gradient");
+                let g = gradient(&target, &cfg, EngineKind::Fused, &p, &data, &batch);
                 let g: Vec<f64> = g.into_iter().map(f64::from).collect();
                 let e = rel_err(&g, &ref_grad);
                 assert!(
@@ -313,4 +314,21 @@ fn fused_gpu_gradient_matches_reference_within_1e_5() {
             }
         }
     }
+}
+
+/// `engine`'s gradient on `target` at `p` over `batch` of `data`.
+fn gradient(
+    target: &Target,
+    cfg: &TrainConfig,
+    engine: EngineKind,
+    p: &Params,
+    data: &Dataset,
+    batch: &Batch,
+) -> Vec<f32> {
+    Trainer::new(cfg.clone(), target.clone())
+        .engine(engine)
+        .init(p.clone())
+        .data(data.clone())
+        .gradient(batch)
+        .unwrap_or_else(|e| panic!("{} {engine:?} gradient: {e}", target.label()))
 }

@@ -4,11 +4,10 @@
 
 mod common;
 
-use ferrofit::backend::dispatch;
 use ferrofit::config::{EngineKind, OptimizerKind, TrainConfig};
-use ferrofit::engine::parallel;
 use ferrofit::model::Params;
 use ferrofit::task::Task;
+use ferrofit::trainer::Trainer;
 
 fn max_rel(a: &Params, b: &Params) -> f64 {
     a.flatten()
@@ -41,17 +40,15 @@ fn two_replicas_equal_one_device() {
             };
             let init = Params::init(&cfg.model, cfg.seed);
             let data = Task::X2Noise.generate(cfg.n, cfg.seed);
-            let one = dispatch::train_from(
-                &t,
-                &cfg,
-                EngineKind::Fused,
-                init.clone(),
-                Some(data.clone()),
-                &mut (),
-            )
-            .unwrap();
-            let (two, params) =
-                parallel::train(&[t.clone(), t.clone()], &cfg, init, data, &mut ()).unwrap();
+            let one =
+                common::train_from(&t, &cfg, EngineKind::Fused, init.clone(), Some(data.clone()))
+                    .unwrap();
+            let r = Trainer::replicas(cfg.clone(), vec![t.clone(), t.clone()])
+                .init(init)
+                .data(data)
+                .run()
+                .unwrap();
+            let (two, params) = (r.outcome, r.params);
             let rel = (two.final_loss - one.outcome.final_loss).abs() / one.outcome.final_loss;
             assert!(
                 rel < 1e-4,
@@ -74,7 +71,6 @@ fn two_replicas_equal_one_device() {
 #[test]
 fn a_data_parallel_run_checkpoints_and_resumes_to_the_same_weights() {
     use ferrofit::engine::checkpoint;
-    use ferrofit::engine::run::Control;
     let t = common::targets().remove(0);
     let cfg = TrainConfig {
         n: 5_003,
@@ -87,33 +83,27 @@ fn a_data_parallel_run_checkpoints_and_resumes_to_the_same_weights() {
     };
     let init = Params::init(&cfg.model, cfg.seed);
     let data = Task::X2Noise.generate(cfg.n, cfg.seed);
-    let replicas = [t.clone(), t.clone()];
+    let replicas = vec![t.clone(), t.clone()];
     let dir = std::env::temp_dir().join(format!("ferrofit-dp-ckpt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let ctl = Control {
-        checkpoints: Some(dir.clone()),
-        ..Control::default()
-    };
-    let (whole, params) =
-        parallel::train_with(&replicas, &cfg, init, data.clone(), &mut (), &ctl, None).unwrap();
+    let r = Trainer::replicas(cfg.clone(), replicas.clone())
+        .init(init)
+        .data(data.clone())
+        .checkpoints(dir.clone())
+        .run()
+        .unwrap();
+    let (whole, params) = (r.outcome, r.params);
     assert_eq!(whole.steps, 20);
     // One checkpoint is due, at step 10 (none at the last step: the model is saved then).
     let (c, _) = checkpoint::latest(&dir).unwrap();
     assert_eq!(c.step, 10);
-    let resumed_ctl = Control {
-        start_step: c.step,
-        ..ctl
-    };
-    let (rest, resumed) = parallel::train_with(
-        &replicas,
-        &c.config,
-        c.params.clone(),
-        data,
-        &mut (),
-        &resumed_ctl,
-        Some(&c.opt),
-    )
-    .unwrap();
+    let r = Trainer::replicas(c.config.clone(), replicas)
+        .data(data)
+        .checkpoints(dir.clone())
+        .resume(c)
+        .run()
+        .unwrap();
+    let (rest, resumed) = (r.outcome, r.params);
     assert_eq!(rest.steps, 20);
     assert_eq!(
         resumed.flatten(),

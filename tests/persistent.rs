@@ -4,17 +4,17 @@
 mod common;
 
 use common::targets;
-use ferrofit::backend::dispatch::{train_from, RunResult};
+use common::train_from;
 use ferrofit::backend::select::Target;
-use ferrofit::backend::BackendKind;
 use ferrofit::config::{Activation, EngineKind, OptimizerKind, Schedule, TrainConfig};
 use ferrofit::model::Params;
 use ferrofit::task::Task;
+use ferrofit::trainer::RunResult;
 
 fn run(target: &Target, cfg: &TrainConfig) -> RunResult {
     let init = Params::init(&cfg.model, cfg.seed);
     let data = Task::X2Noise.generate(cfg.n, cfg.seed);
-    train_from(target, cfg, EngineKind::Fused, init, Some(data), &mut ())
+    train_from(target, cfg, EngineKind::Fused, init, Some(data))
         .unwrap_or_else(|e| panic!("{}: {e}", target.label()))
 }
 
@@ -32,7 +32,7 @@ fn weight_gap(a: &Params, b: &Params) -> f32 {
 fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
     let gpus: Vec<Target> = targets()
         .into_iter()
-        .filter(|t| t.kind != BackendKind::Cpu)
+        .filter(|t| t.backend.is_gpu())
         .collect();
     for target in &gpus {
         for (opt, act, hidden) in [
@@ -101,7 +101,7 @@ fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
 
 #[test]
 fn steps_that_are_not_whole_batches_use_two_launches() {
-    for target in targets().iter().filter(|t| t.kind != BackendKind::Cpu) {
+    for target in targets().iter().filter(|t| t.backend.is_gpu()) {
         let cfg = TrainConfig {
             n: 4_096,
             steps: 5,

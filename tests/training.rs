@@ -5,12 +5,12 @@
 mod common;
 
 use common::targets;
-use ferrofit::backend::dispatch::{train_from, RunResult};
+use common::train_from;
 use ferrofit::backend::select::Target;
-use ferrofit::backend::BackendKind;
 use ferrofit::config::{Activation, EngineKind, OptimizerKind, Precision, Schedule, TrainConfig};
 use ferrofit::model::Params;
 use ferrofit::task::Task;
+use ferrofit::trainer::RunResult;
 
 fn small(optimizer: OptimizerKind, lr: f64) -> TrainConfig {
     TrainConfig {
@@ -49,7 +49,7 @@ fn every_parameter_moves_and_loss_falls_on_every_backend_and_optimizer() {
                 let init = Params::init(&cfg.model, cfg.seed);
                 let data = Task::X2Noise.generate(cfg.n, cfg.seed);
                 let what = format!("{} {engine:?} {opt:?}", target.label());
-                let r = train_from(&target, &cfg, engine, init.clone(), Some(data), &mut ())
+                let r = train_from(&target, &cfg, engine, init.clone(), Some(data))
                     .expect(&what);
                 assert_every_tensor_moved(&init, &r.params, &what);
                 let first = r.outcome.curve.first().unwrap().loss;
@@ -74,9 +74,7 @@ fn weights_read_back_are_the_trained_ones_and_stay_so() {
             &cfg,
             EngineKind::General,
             init.clone(),
-            Some(data.clone()),
-            &mut (),
-        )
+            Some(data.clone()))
         .unwrap();
         // The host copy of the initial weights was not touched by training.
         assert_eq!(init, Params::init(&cfg.model, cfg.seed));
@@ -106,8 +104,8 @@ fn weights_read_back_are_the_trained_ones_and_stay_so() {
 
 /// Loss curves agree point by point within `tol` (relative).
 fn assert_same_curve(
-    a: &ferrofit::backend::dispatch::RunResult,
-    b: &ferrofit::backend::dispatch::RunResult,
+    a: &RunResult,
+    b: &RunResult,
     tol: f64,
     what: &str,
 ) {
@@ -155,7 +153,7 @@ fn fused_and_general_engines_agree_on_a_deep_model_on_every_backend() {
         n: 5_000,
         steps: 100,
         // Momentum, not Adam: Adam's normalisation amplified Burn's CUDA summation
-        // order past 3e-3 by step 74 on this model (H200, session 5).
+        // order past 3e-3 by step 74 on this model (measured on an H200).
         optimizer: OptimizerKind::Momentum,
         lr: 0.05,
         log_every: 1,
@@ -177,9 +175,7 @@ fn agree_over_100_steps(cfg: TrainConfig) {
         &cfg,
         EngineKind::Fused,
         init.clone(),
-        Some(data.clone()),
-        &mut (),
-    )
+        Some(data.clone()))
     .unwrap();
     for target in targets() {
         for engine in [EngineKind::General, EngineKind::Fused] {
@@ -188,15 +184,13 @@ fn agree_over_100_steps(cfg: TrainConfig) {
                 &cfg,
                 engine,
                 init.clone(),
-                Some(data.clone()),
-                &mut (),
-            )
+                Some(data.clone()))
             .unwrap();
             assert_eq!(r.engine, engine);
             // Burn's GPU kernels sum in another order than the fused engine, and
             // Adam's normalisation amplifies it: 1.05e-3 was measured on an H200
             // (CUDA, AdamW). Everything else agrees within 1e-3.
-            let gpu_general = engine == EngineKind::General && target.kind != BackendKind::Cpu;
+            let gpu_general = engine == EngineKind::General && target.backend.is_gpu();
             let tol = if gpu_general { 3e-3 } else { 1e-3 };
             let what = format!("{} {engine:?} {:?}", target.label(), cfg.optimizer);
             assert_same_curve(&r, &reference, tol, &what);
@@ -208,7 +202,7 @@ fn agree_over_100_steps(cfg: TrainConfig) {
 fn fit(target: &Target, cfg: &TrainConfig, engine: EngineKind) -> (Params, RunResult) {
     let init = Params::init(&cfg.model, cfg.seed);
     let data = Task::X2Noise.generate(cfg.n, cfg.seed);
-    let r = train_from(target, cfg, engine, init.clone(), Some(data), &mut ())
+    let r = train_from(target, cfg, engine, init.clone(), Some(data))
         .unwrap_or_else(|e| panic!("{} {engine:?}: {e}", target.label()));
     (init, r)
 }

@@ -7,11 +7,10 @@
 //! each replica reads it back to the host anyway, so summing it there costs no
 //! device transfers. On the replicas' GPU backends, burn-collective's local
 //! server moved each tiny tensor host → device → host per step (~0.6 ms a step
-//! on 2× H200, docs/PERFORMANCE.md). Besides `dispatch`, the only file naming a
-//! Burn backend.
+//! on 2× H200, docs/PERFORMANCE.md). The backend is `platform::Host`.
 
 use crate::error::{FerroError, Result};
-use burn::backend::Flex;
+use super::platform::Host;
 use burn::tensor::{Tensor, TensorPrimitive};
 use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
 
@@ -25,19 +24,19 @@ fn failed(e: impl std::fmt::Debug) -> FerroError {
 /// Joins peer `id` of `peers` to the collective.
 pub fn register(id: u32, peers: usize) -> Result<()> {
     let config = CollectiveConfig::default().with_num_devices(peers);
-    burn_collective::register::<Flex>(PeerId(id), Default::default(), config).map_err(failed)
+    burn_collective::register::<Host>(PeerId(id), Default::default(), config).map_err(failed)
 }
 
 /// The element-wise sum of `v` over every peer.
 pub fn sum(id: u32, v: &[f32]) -> Result<Vec<f32>> {
-    let t = Tensor::<Flex, 1>::from_floats(v, &Default::default());
-    let r = burn_collective::all_reduce::<Flex>(
+    let t = Tensor::<Host, 1>::from_floats(v, &Default::default());
+    let r = burn_collective::all_reduce::<Host>(
         PeerId(id),
         t.into_primitive().tensor(),
         ReduceOperation::Sum,
     )
     .map_err(failed)?;
-    Tensor::<Flex, 1>::from_primitive(TensorPrimitive::Float(r))
+    Tensor::<Host, 1>::from_primitive(TensorPrimitive::Float(r))
         .into_data()
         .to_vec::<f32>()
         .map_err(failed)
@@ -45,10 +44,10 @@ pub fn sum(id: u32, v: &[f32]) -> Result<Vec<f32>> {
 
 /// Leaves the collective (every peer, at the end of a run).
 pub fn finish(id: u32) {
-    let _ = burn_collective::finish_collective::<Flex>(PeerId(id));
+    let _ = burn_collective::finish_collective::<Host>(PeerId(id));
 }
 
 /// Forgets every peer (before a new run in the same process).
 pub fn reset() {
-    burn_collective::reset_collective::<Flex>();
+    burn_collective::reset_collective::<Host>();
 }

@@ -2,6 +2,7 @@
 //! (Vulkan/DX12/Metal) and each CUDA device. Never panics: a missing driver is
 //! an empty list plus a note.
 
+use super::device::Api;
 use serde::Serialize;
 
 /// Broad class of a device, in `auto`'s order of preference.
@@ -20,7 +21,7 @@ pub enum DeviceClass {
 #[derive(Clone, Debug, Serialize)]
 pub struct DeviceInfo {
     /// `cpu`, `cuda`, or the wgpu API (`vulkan`, `dx12`, `metal`, `gl`).
-    pub api: String,
+    pub api: Api,
     /// Index within its API, as `--device` takes it.
     pub index: usize,
     pub name: String,
@@ -64,7 +65,7 @@ impl Inventory {
     }
 
     /// Devices of one API, in index order.
-    pub fn of_api<'a>(&'a self, api: &'a str) -> impl Iterator<Item = &'a DeviceInfo> + 'a {
+    pub fn of_api(&self, api: Api) -> impl Iterator<Item = &DeviceInfo> + '_ {
         self.devices.iter().filter(move |d| d.api == api)
     }
 }
@@ -89,7 +90,7 @@ fn cpu_info() -> DeviceInfo {
         .map(|n| n.get())
         .unwrap_or(1);
     DeviceInfo {
-        api: "cpu".into(),
+        api: Api::Cpu,
         index: 0,
         name: format!(
             "{} ({threads} threads)",
@@ -140,7 +141,7 @@ fn cuda_devices(inv: &mut Inventory) {
             }
         }
         inv.devices.push(DeviceInfo {
-            api: "cuda".into(),
+            api: Api::Cuda,
             index,
             name: ctx.name().unwrap_or_else(|_| "CUDA device".into()),
             vendor: "NVIDIA".into(),
@@ -153,15 +154,15 @@ fn cuda_devices(inv: &mut Inventory) {
     }
 }
 
-/// The wgpu API name of a backend.
+/// The API of a wgpu backend, `None` for ones ferrofit does not list.
 #[cfg(feature = "wgpu")]
-pub fn wgpu_api_name(b: wgpu::Backend) -> &'static str {
+pub fn wgpu_api(b: wgpu::Backend) -> Option<Api> {
     match b {
-        wgpu::Backend::Vulkan => "vulkan",
-        wgpu::Backend::Dx12 => "dx12",
-        wgpu::Backend::Metal => "metal",
-        wgpu::Backend::Gl => "gl",
-        _ => "other",
+        wgpu::Backend::Vulkan => Some(Api::Vulkan),
+        wgpu::Backend::Dx12 => Some(Api::Dx12),
+        wgpu::Backend::Metal => Some(Api::Metal),
+        wgpu::Backend::Gl => Some(Api::Gl),
+        _ => None,
     }
 }
 
@@ -188,13 +189,15 @@ fn wgpu_devices(inv: &mut Inventory) {
     if adapters.is_empty() {
         inv.notes.push("wgpu: no Vulkan/DX12/Metal adapter (install a driver, or mesa-vulkan-drivers for a software one)".into());
     }
-    let mut per_api: std::collections::HashMap<&str, usize> = Default::default();
+    let mut per_api: std::collections::HashMap<Api, usize> = Default::default();
     for a in adapters {
         let info = a.get_info();
-        let api = wgpu_api_name(info.backend);
+        let Some(api) = wgpu_api(info.backend) else {
+            continue;
+        };
         let index = per_api.entry(api).or_default();
         inv.devices.push(DeviceInfo {
-            api: api.into(),
+            api,
             index: *index,
             name: info.name.clone(),
             vendor: vendor_name(info.vendor),

@@ -1,43 +1,43 @@
-//! Turns `--backend` and `--device` into one concrete device, or an error that
-//! says what exists.
+//! Turns `--backend` and `--device` into one typed device, or an error that
+//! says what exists. The only place a user's request meets the inventory.
 
+use super::device::{Api, Backend};
 use super::devices::{DeviceInfo, Inventory};
 use super::BackendKind;
 use crate::error::{FerroError, Result};
 
-/// The device a run will use.
+/// The device a run will use: a typed backend and the adapter behind it.
 #[derive(Clone, Debug)]
 pub struct Target {
-    /// `Cpu`, `Wgpu` (any API) or `Cuda` after resolving `auto` and API aliases.
-    pub kind: BackendKind,
+    pub backend: Backend,
     pub info: DeviceInfo,
 }
 
 impl Target {
+    /// The target of a listed device, `None` for APIs ferrofit does not train on.
+    pub fn of(info: &DeviceInfo) -> Option<Target> {
+        Some(Target {
+            backend: info.api.backend()?,
+            info: info.clone(),
+        })
+    }
+
     /// `cpu`, `cuda`, `vulkan`, `dx12`, `metal`: what a person calls the backend.
     pub fn label(&self) -> String {
-        if self.kind == BackendKind::Cpu {
-            "cpu".into()
-        } else {
-            self.info.api.clone()
-        }
+        self.backend.to_string()
     }
 }
 
 /// Picks the device for `kind` and `index` from what `inv` found.
 pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Result<Target> {
-    compiled(kind)?;
-    let pick = |api: &str, name: &str| -> Result<Target> {
-        let found: Vec<&DeviceInfo> = inv.of_api(api).collect();
+    kind.compiled()?;
+    let nth = |found: Vec<&DeviceInfo>, name: &str| -> Result<Target> {
         let i = index.unwrap_or(0);
-        match found.get(i) {
-            Some(d) => Ok(Target {
-                kind: resolved(api),
-                info: (*d).clone(),
-            }),
+        match found.get(i).and_then(|d| Target::of(d)) {
+            Some(t) => Ok(t),
             None if found.is_empty() => Err(FerroError::NoDevice {
                 backend: name.into(),
-                detail: notes_for(inv, name),
+                detail: notes_for(inv, kind),
             }),
             None => Err(FerroError::DeviceOutOfRange {
                 backend: name.into(),
@@ -47,38 +47,17 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
         }
     };
     match kind {
-        BackendKind::Cpu => pick("cpu", "cpu"),
-        BackendKind::Cuda => pick("cuda", "cuda"),
-        BackendKind::Vulkan => pick("vulkan", "vulkan"),
-        BackendKind::Dx12 => pick("dx12", "dx12"),
-        BackendKind::Metal => pick("metal", "metal"),
         BackendKind::Rocm => Err(FerroError::NoDevice {
             backend: "rocm".into(),
             detail: "device probing for ROCm is not implemented yet".into(),
         }),
-        BackendKind::Wgpu => {
-            let gpus: Vec<&DeviceInfo> = inv
-                .devices
+        BackendKind::Wgpu => nth(
+            inv.devices
                 .iter()
-                .filter(|d| !matches!(d.api.as_str(), "cpu" | "cuda"))
-                .collect();
-            let i = index.unwrap_or(0);
-            match gpus.get(i) {
-                Some(d) => Ok(Target {
-                    kind: BackendKind::Wgpu,
-                    info: (*d).clone(),
-                }),
-                None if gpus.is_empty() => Err(FerroError::NoDevice {
-                    backend: "wgpu".into(),
-                    detail: notes_for(inv, "wgpu"),
-                }),
-                None => Err(FerroError::DeviceOutOfRange {
-                    backend: "wgpu".into(),
-                    index: i,
-                    count: gpus.len(),
-                }),
-            }
-        }
+                .filter(|d| d.api.is_wgpu() && d.api.backend().is_some())
+                .collect(),
+            kind.name(),
+        ),
         BackendKind::Auto => {
             if let Some(i) = index {
                 return Err(FerroError::arg(
@@ -87,19 +66,19 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
                     "--device needs an explicit --backend (cpu, cuda, vulkan, ...)",
                 ));
             }
-            let best = inv
-                .devices
+            inv.devices
                 .iter()
-                .filter(|d| d.api != "cpu" || cfg!(feature = "cpu"))
-                .min_by_key(|d| (d.api != "cuda", d.class, d.api == "gl"))
+                .filter_map(Target::of)
+                .filter(|t| t.backend.compiled())
+                .min_by_key(|t| (t.backend != Backend::Cuda, t.info.class))
                 .ok_or_else(|| FerroError::NoDevice {
                     backend: "auto".into(),
                     detail: "no device at all".into(),
-                })?;
-            Ok(Target {
-                kind: resolved(&best.api),
-                info: best.clone(),
-            })
+                })
+        }
+        one => {
+            let api = one.api().expect("every other request names one API");
+            nth(inv.of_api(api).collect(), api.name())
         }
     }
 }
@@ -108,17 +87,8 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
 pub fn every_device(inv: &Inventory) -> Vec<Target> {
     inv.devices
         .iter()
-        .map(|d| Target {
-            kind: resolved(&d.api),
-            info: d.clone(),
-        })
-        .filter(|t| {
-            compiled(t.kind).is_ok()
-                && matches!(
-                    t.info.api.as_str(),
-                    "cpu" | "cuda" | "vulkan" | "dx12" | "metal"
-                )
-        })
+        .filter_map(Target::of)
+        .filter(|t| t.backend.compiled())
         .collect()
 }
 
@@ -127,10 +97,7 @@ pub fn every_device(inv: &Inventory) -> Vec<Target> {
 pub fn replicas(inv: &Inventory, kind: BackendKind, devices: &[String]) -> Result<Vec<Target>> {
     if devices.len() == 1 && devices[0] == "all" {
         let first = select(inv, kind, None)?;
-        return inv
-            .of_api(&first.info.api)
-            .map(|d| select(inv, first.kind, Some(d.index)))
-            .collect();
+        return Ok(inv.of_api(first.info.api).filter_map(Target::of).collect());
     }
     devices
         .iter()
@@ -156,16 +123,8 @@ pub fn describe(replicas: &[Target]) -> String {
         .join(", ")
 }
 
-fn resolved(api: &str) -> BackendKind {
-    match api {
-        "cpu" => BackendKind::Cpu,
-        "cuda" => BackendKind::Cuda,
-        _ => BackendKind::Wgpu,
-    }
-}
-
-fn notes_for(inv: &Inventory, name: &str) -> String {
-    let key = if name == "cuda" { "cuda" } else { "wgpu" };
+fn notes_for(inv: &Inventory, kind: BackendKind) -> String {
+    let key = if kind == BackendKind::Cuda { "cuda" } else { "wgpu" };
     let notes: Vec<&str> = inv
         .notes
         .iter()
@@ -179,34 +138,14 @@ fn notes_for(inv: &Inventory, name: &str) -> String {
     }
 }
 
-/// Error unless `kind` was compiled into this binary.
-pub fn compiled(kind: BackendKind) -> Result<()> {
-    // Each arm's value depends on the enabled features, so this is no `matches!`.
-    #[allow(clippy::match_like_matches_macro)]
-    let on = match kind.feature() {
-        "cpu" => cfg!(feature = "cpu"),
-        "wgpu" => cfg!(feature = "wgpu"),
-        "cuda" => cfg!(feature = "cuda"),
-        _ => cfg!(feature = "rocm"),
-    };
-    if on {
-        Ok(())
-    } else {
-        Err(FerroError::BackendNotCompiled {
-            backend: kind.name(),
-            feature: kind.feature(),
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::backend::devices::DeviceClass;
 
-    fn dev(api: &str, class: DeviceClass) -> DeviceInfo {
+    fn dev(api: Api, class: DeviceClass) -> DeviceInfo {
         DeviceInfo {
-            api: api.into(),
+            api,
             index: 0,
             name: format!("{api} {class:?}"),
             vendor: String::new(),
@@ -222,26 +161,26 @@ mod tests {
     fn auto_prefers_cuda_then_discrete_then_integrated_then_cpu() {
         let mut inv = Inventory {
             devices: vec![
-                dev("cpu", DeviceClass::Cpu),
-                dev("vulkan", DeviceClass::Software),
+                dev(Api::Cpu, DeviceClass::Cpu),
+                dev(Api::Vulkan, DeviceClass::Software),
             ],
             notes: vec![],
         };
-        inv.devices.push(dev("vulkan", DeviceClass::Integrated));
+        inv.devices.push(dev(Api::Vulkan, DeviceClass::Integrated));
         assert_eq!(
             select(&inv, BackendKind::Auto, None).unwrap().info.class,
             DeviceClass::Integrated
         );
-        inv.devices.push(dev("vulkan", DeviceClass::Discrete));
+        inv.devices.push(dev(Api::Vulkan, DeviceClass::Discrete));
         assert_eq!(
             select(&inv, BackendKind::Auto, None).unwrap().info.class,
             DeviceClass::Discrete
         );
         if cfg!(feature = "cuda") {
-            inv.devices.push(dev("cuda", DeviceClass::Discrete));
+            inv.devices.push(dev(Api::Cuda, DeviceClass::Discrete));
             assert_eq!(
-                select(&inv, BackendKind::Auto, None).unwrap().kind,
-                BackendKind::Cuda
+                select(&inv, BackendKind::Auto, None).unwrap().backend,
+                Backend::Cuda
             );
         }
     }
@@ -249,7 +188,7 @@ mod tests {
     #[test]
     fn out_of_range_device_says_how_many_exist() {
         let inv = Inventory {
-            devices: vec![dev("cpu", DeviceClass::Cpu)],
+            devices: vec![dev(Api::Cpu, DeviceClass::Cpu)],
             notes: vec![],
         };
         let e = select(&inv, BackendKind::Cpu, Some(3))

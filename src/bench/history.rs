@@ -79,7 +79,11 @@ impl History {
         rec.adapters
             .devices
             .iter()
-            .find(|d| d.name == device && (d.api == backend || backend == "cpu"))
+            .find(|d| {
+                d.name == device
+                    && crate::backend::Api::parse(backend)
+                        .is_some_and(|a| a == d.api || a == crate::backend::Api::Cpu)
+            })
             .map(|d| d.driver.clone())
             .unwrap_or_default()
     }

@@ -4,12 +4,12 @@
 use super::train::JobArgs;
 use crate::backend::devices::Inventory;
 use crate::backend::select::Target;
-use crate::backend::{dispatch, select, BackendKind};
+use crate::backend::{select, Backend, BackendKind};
+use crate::trainer::{choose_engine, Trainer};
 use crate::bench::export::{markdown, BenchRecord, Exports};
 use crate::bench::history::{self, History};
 use crate::bench::{measure, peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
-use crate::engine::parallel;
 use crate::engine::run::TrainOutcome;
 use crate::model::Params;
 use crate::task::Task;
@@ -87,7 +87,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     let inv = Inventory::probe();
     let targets = targets(&inv, &a.backends)?;
     let baseline = a.baseline.clone().unwrap_or_else(|| {
-        if targets.iter().any(|t| t.kind == BackendKind::Cuda) {
+        if targets.iter().any(|t| t.backend == Backend::Cuda) {
             "cuda".into()
         } else {
             "cpu".into()
@@ -125,7 +125,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             exports.write(&rec)?;
         }
         if !a.devices.is_empty() {
-            let row = select::replicas(&inv, t.kind, &a.devices)
+            let row = select::replicas(&inv, t.backend.into(), &a.devices)
                 .and_then(|replicas| parallel_row(&replicas, &cfg, a.reps));
             match row {
                 Ok(row) => rec.rows.push(row),
@@ -215,7 +215,7 @@ fn bench_row(
     want: EngineKind,
     reps: usize,
 ) -> crate::Result<crate::bench::BenchRow> {
-    let (engine, note) = dispatch::choose_engine(t, cfg, want)?;
+    let (engine, note) = choose_engine(t, cfg, want)?;
     let name = format!(
         "ferrofit {}",
         if engine == EngineKind::Fused {
@@ -225,7 +225,10 @@ fn bench_row(
         }
     );
     let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, reps, |c| {
-        dispatch::train(t, c, engine, &mut ()).map(|r| r.outcome)
+        Trainer::new(c.clone(), t.clone())
+            .engine(engine)
+            .run()
+            .map(|r| r.outcome)
     })?;
     row.note = note;
     Ok(row)
@@ -272,7 +275,11 @@ fn parallel_row(
     let data = Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed);
     let init = Params::init(&cfg.model, cfg.seed);
     let mut row = timed_row(&name, &first.label(), &device, cfg, reps, |c| {
-        parallel::train(replicas, c, init.clone(), data.clone(), &mut ()).map(|r| r.0)
+        Trainer::replicas(c.clone(), replicas.to_vec())
+            .init(init.clone())
+            .data(data.clone())
+            .run()
+            .map(|r| r.outcome)
     })?;
     row.note = Some(format!("data-parallel: {}", select::describe(replicas)));
     Ok(row)

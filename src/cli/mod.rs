@@ -25,11 +25,11 @@ pub struct Cli {
 pub enum Command {
     /// List every device this build can use.
     Devices(devices::DevicesArgs),
-    /// Train an MLP (default: the field report's seed job).
+    /// Train an MLP (default: the seed job — y = x² + 0.3·U(0,1) on 1e6 points, 1-10-1 ReLU MLP, MSE, 100 SGD steps).
     Train(Box<train::TrainArgs>),
-    /// The field report's table: the job on every backend, repeated, with statistics.
+    /// Time a job on every backend (and optionally PyTorch/JAX), repeated, with statistics.
     Bench(Box<bench::BenchArgs>),
-    /// Check every device for the field report's pitfalls (exit 1 when a check fails).
+    /// Check every device for the usual GPU-training pitfalls (exit 1 when a check fails).
     Doctor(doctor::DoctorArgs),
     /// Run a saved model on new inputs (CSV or --x values).
     Predict(predict::PredictArgs),

@@ -3,15 +3,12 @@
 
 use super::progress::Display;
 use crate::backend::devices::Inventory;
-use crate::backend::{dispatch, select, BackendKind};
-use crate::config::EngineKind;
+use crate::backend::{select, BackendKind};
 use crate::engine::checkpoint;
-use crate::engine::parallel;
-use crate::engine::run::Control;
 use crate::io::write_atomic;
-use crate::model::{reference, Params};
+use crate::model::reference;
 use crate::record::RunRecord;
-use crate::task::Task;
+use crate::trainer::Trainer;
 use crate::tune::cache;
 use crate::userdata;
 use clap::Args;
@@ -141,59 +138,31 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         );
     }
     let mut display = Display::new(cfg.steps, a.json);
-    let ctl = Control {
-        device: (target.kind.name().to_string(), target.info.index),
-        start_step: resume.as_ref().map_or(0, |c| c.step),
-        checkpoints: out
-            .as_ref()
-            .filter(|_| cfg.checkpoint_every.is_some() || resume.is_some())
-            .map(|d| checkpoint::folder(d)),
-    };
-    if ctl.checkpoints.is_some() {
+    let checkpoints = out
+        .as_ref()
+        .filter(|_| cfg.checkpoint_every.is_some() || resume.is_some())
+        .map(|d| checkpoint::folder(d));
+    if checkpoints.is_some() {
         crate::interrupt::install();
     }
-    let init = resume
-        .as_ref()
-        .map_or_else(|| Params::init(&cfg.model, cfg.seed), |c| c.params.clone());
-    let host = match &user {
-        Some(u) => Some(u.train.clone()),
-        None if !cfg.data_on_device => Some(Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed)),
-        None => None,
-    };
-    let result = if a.devices.is_empty() {
-        dispatch::train_controlled(
-            &target,
-            &cfg,
-            engine,
-            init,
-            host,
-            &mut display,
-            &ctl,
-            resume.as_ref().map(|c| &c.opt),
-        )
+    let mut trainer = if a.devices.is_empty() {
+        Trainer::new(cfg.clone(), target.clone()).engine(engine)
     } else {
-        let targets = select::replicas(&inv, kind, &a.devices)?;
-        let data = match host {
-            Some(d) => d,
-            None => Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed),
-        };
-        let opt = resume.as_ref().map(|c| &c.opt);
-        parallel::train_with(&targets, &cfg, init, data, &mut display, &ctl, opt).map(
-            |(outcome, params)| dispatch::RunResult {
-                outcome,
-                params,
-                engine: EngineKind::Fused,
-                engine_note: Some(format!(
-                    "data-parallel over {} replicas: {}",
-                    targets.len(),
-                    select::describe(&targets)
-                )),
-            },
-        )
+        Trainer::replicas(cfg.clone(), select::replicas(&inv, kind, &a.devices)?)
     };
+    if let Some(u) = &user {
+        trainer = trainer.data(u.train.clone());
+    }
+    if let Some(c) = resume {
+        trainer = trainer.resume(c);
+    }
+    if let Some(dir) = &checkpoints {
+        trainer = trainer.checkpoints(dir.clone());
+    }
+    let result = trainer.progress(&mut display).run();
     display.finish();
     let r = match result {
-        Err(e @ crate::FerroError::Diverged { .. }) => match &ctl.checkpoints {
+        Err(e @ crate::FerroError::Diverged { .. }) => match &checkpoints {
             Some(dir) => anyhow::bail!(
                 "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
                 dir.display()

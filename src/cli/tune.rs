@@ -5,7 +5,8 @@
 
 use super::train::JobArgs;
 use crate::backend::devices::Inventory;
-use crate::backend::{dispatch, select, BackendKind};
+use crate::backend::{select, BackendKind};
+use crate::trainer::{choose_engine, Trainer};
 use crate::bench::stats::fmt_time;
 use crate::config::{EngineKind, TrainConfig};
 use crate::tune::candidates::Space;
@@ -58,8 +59,8 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let inv = Inventory::probe();
     let target = select::select(&inv, a.backend, a.device)?;
     let space = Space {
-        fused: dispatch::choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),
-        gpu: target.kind != BackendKind::Cpu,
+        fused: choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),
+        gpu: target.backend.is_gpu(),
     };
     eprintln!(
         "tune: {} n={} on {} [{}], budget {}",
@@ -72,7 +73,10 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let mut trial_no = 0usize;
     let mut runner = |engine: EngineKind, c: &TrainConfig| {
         trial_no += 1;
-        let r = dispatch::train(&target, c, engine, &mut ()).map(|r| r.outcome);
+        let r = Trainer::new(c.clone(), target.clone())
+            .engine(engine)
+            .run()
+            .map(|r| r.outcome);
         if let Ok(o) = &r {
             eprintln!(
                 "  run {trial_no:>3}: {:<48} {} {}",

@@ -1,12 +1,12 @@
 //! The checks themselves, each small, each on one device.
 
 use super::{Finding, Severity, Subject};
-use crate::backend::dispatch::RunResult;
-use crate::backend::BackendKind;
+use crate::backend::Backend;
 use crate::bench::stats::{fmt_time, Summary};
 use crate::config::{EngineKind, OptimizerKind, Precision, TrainConfig};
 use crate::model::{reference, Params};
 use crate::task::Task;
+use crate::trainer::RunResult;
 
 /// Coefficient of variation of per-step latency above which jitter is flagged.
 pub const JITTER_CV: f64 = 0.25;
@@ -108,7 +108,7 @@ pub fn gradients(t: &dyn Subject) -> Finding {
         Err(e) => return fail(CHECK, e),
     };
     let err = reference::relative_error(&got, &want);
-    let tol = if t.kind() == BackendKind::Cuda {
+    let tol = if t.backend() == Backend::Cuda {
         1e-3
     } else {
         1e-4

@@ -4,19 +4,19 @@
 
 pub mod checks;
 
-use crate::backend::dispatch::{self, RunResult};
 use crate::backend::select::Target;
-use crate::backend::BackendKind;
+use crate::backend::Backend;
 use crate::batches::Batch;
 use crate::config::{EngineKind, TrainConfig};
 use crate::model::Params;
 use crate::task::Dataset;
+use crate::trainer::{RunResult, Trainer};
 use serde::Serialize;
 
 /// What the checks examine: a device that trains and computes gradients. The
 /// real one is a [`Target`]; tests use broken fakes to prove the checks catch them.
 pub trait Subject {
-    fn kind(&self) -> BackendKind;
+    fn backend(&self) -> Backend;
     /// Trains from `init`, on `data` if given (else the task's).
     fn train_from(
         &self,
@@ -31,8 +31,8 @@ pub trait Subject {
 }
 
 impl Subject for Target {
-    fn kind(&self) -> BackendKind {
-        self.kind
+    fn backend(&self) -> Backend {
+        self.backend
     }
 
     fn train_from(
@@ -42,11 +42,19 @@ impl Subject for Target {
         init: Params,
         data: Option<Dataset>,
     ) -> crate::Result<RunResult> {
-        dispatch::train_from(self, cfg, engine, init, data, &mut ())
+        let t = Trainer::new(cfg.clone(), self.clone()).engine(engine).init(init);
+        match data {
+            Some(d) => t.data(d).run(),
+            None => t.run(),
+        }
     }
 
     fn gradient(&self, cfg: &TrainConfig, p: &Params, data: &Dataset) -> crate::Result<Vec<f32>> {
-        dispatch::general_gradient(self, cfg, p, data, &Batch::Range(0, data.len()))
+        Trainer::new(cfg.clone(), self.clone())
+            .engine(EngineKind::General)
+            .init(p.clone())
+            .data(data.clone())
+            .gradient(&Batch::Range(0, data.len()))
     }
 }
 

@@ -1,14 +1,15 @@
-//! Training engines behind one interface.
+//! Training engines behind two traits.
 //!
 //! An engine owns the model, the optimizer and the data on its device, and
-//! knows how to do one micro-batch and one optimizer step. The loop that drives
-//! it (schedule, accumulation, logging, early stop) is shared: [`run::train`].
+//! knows how to do one micro-batch and one optimizer step ([`StepEngine`]).
+//! Engines whose whole state is flat vectors ([`FlatEngine`]: the fused ones)
+//! also write and restore checkpoints and join data-parallel runs; which
+//! engine can is known from its type. The loop that drives them (schedule,
+//! accumulation, logging, early stop, checkpoints) is shared: [`run`].
 
 pub mod checkpoint;
 pub mod fused;
 pub mod general;
-pub mod parallel;
-pub mod phases;
 pub mod run;
 
 use crate::batches::Batch;
@@ -29,6 +30,9 @@ pub trait StepEngine {
     fn sync(&mut self) -> Result<()>;
     /// The trained parameters, read back to the host.
     fn params(&mut self) -> Result<Params>;
+    /// The gradient of the mean loss over `batch` at the current weights,
+    /// flat in [`Params::flatten`] order, with nothing applied (for checks).
+    fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>>;
     /// How the engine runs on its device, when that is worth recording
     /// (for example the fused GPU kernel's launch scheme).
     fn detail(&self) -> Option<String> {
@@ -43,36 +47,50 @@ pub trait StepEngine {
     fn loss_is_free(&self) -> bool {
         false
     }
+}
+
+/// An engine whose state is flat vectors: it checkpoints and runs data-parallel.
+pub trait FlatEngine: StepEngine {
     /// The optimizer's state, for checkpoints.
-    fn optimizer_state(&mut self) -> Result<OptState> {
-        Err(no_checkpoints())
-    }
+    fn optimizer_state(&mut self) -> Result<OptState>;
     /// Restores a checkpoint's optimizer state (weights are given at creation).
-    fn load_optimizer_state(&mut self, _state: &OptState) -> Result<()> {
-        Err(no_checkpoints())
-    }
+    fn load_optimizer_state(&mut self, state: &OptState) -> Result<()>;
     /// The gradient accumulated since the last update, flat in
     /// [`Params::flatten`] order with the loss appended, and clears it — the
     /// part a data-parallel replica contributes to the all-reduce.
-    fn take_gradient(&mut self) -> Result<Vec<f32>> {
-        Err(no_data_parallel())
-    }
+    fn take_gradient(&mut self) -> Result<Vec<f32>>;
     /// Applies a gradient (flat, loss last) summed over every replica.
-    fn apply_gradient(&mut self, _g: &[f32], _lr: f64) -> Result<()> {
-        Err(no_data_parallel())
-    }
+    fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()>;
 }
 
-fn no_data_parallel() -> crate::FerroError {
-    crate::FerroError::OutsideEnvelope {
-        reason: "data parallelism (--devices) needs the fused engine".into(),
-    }
+/// [`StepEngine::gradient`] of a flat engine: accumulate, then take the carry.
+pub fn flat_gradient(e: &mut dyn FlatEngine, batch: &Batch) -> Result<Vec<f32>> {
+    e.accumulate(batch, batch.len())?;
+    let mut g = e.take_gradient()?;
+    g.pop(); // the loss
+    Ok(g)
 }
 
-fn no_checkpoints() -> crate::FerroError {
-    crate::FerroError::OutsideEnvelope {
-        reason:
-            "checkpoints (--checkpoint-every, --resume) need the fused engine's optimizer state"
-                .into(),
+/// A built engine, with what it can do in its type.
+pub enum Engine {
+    General(Box<dyn StepEngine>),
+    Fused(Box<dyn FlatEngine>),
+}
+
+impl Engine {
+    /// The engine's step interface.
+    pub fn step(&mut self) -> &mut dyn StepEngine {
+        match self {
+            Engine::General(e) => e.as_mut(),
+            Engine::Fused(e) => e.as_mut(),
+        }
+    }
+
+    /// The flat-state interface, when the engine has one.
+    pub fn flat(&mut self) -> Option<&mut dyn FlatEngine> {
+        match self {
+            Engine::General(_) => None,
+            Engine::Fused(e) => Some(e.as_mut()),
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! early stop on a target loss, and timing between device synchronisations.
 
 use super::checkpoint::{self, Checkpoint};
-use super::StepEngine;
+use super::{Engine, FlatEngine, StepEngine};
 use crate::batches::BatchPlan;
 use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
@@ -54,7 +54,6 @@ pub struct Control {
     pub device: (String, usize),
 }
 
-/// Trains `engine` as `cfg` says, from step 0, without checkpoints.
 /// Waits until everything queued while the engine was built (the data set's
 /// upload) has finished, so the clock measures training, not set-up: a
 /// device sync, then a read-back. With the sync alone, a data-parallel run of
@@ -64,17 +63,9 @@ pub fn ready(engine: &mut dyn StepEngine) -> Result<()> {
     engine.params().map(|_| ())
 }
 
-pub fn train(
-    engine: &mut dyn StepEngine,
-    cfg: &TrainConfig,
-    progress: &mut dyn Progress,
-) -> Result<TrainOutcome> {
-    train_with(engine, cfg, progress, &Control::default())
-}
-
 /// Writes a checkpoint after `done` steps, refusing non-finite weights.
 pub(crate) fn save_checkpoint(
-    engine: &mut dyn StepEngine,
+    engine: &mut dyn FlatEngine,
     cfg: &TrainConfig,
     ctl: &Control,
     dir: &Path,
@@ -99,38 +90,43 @@ pub(crate) fn save_checkpoint(
     )
 }
 
-/// Trains `engine` as `cfg` says, from `ctl.start_step`, writing checkpoints.
-pub fn train_with(
-    engine: &mut dyn StepEngine,
+/// Trains `engine` as `cfg` says, from `ctl.start_step`, writing checkpoints
+/// into `ctl.checkpoints` (which needs a [`FlatEngine`]).
+pub fn train(
+    engine: &mut Engine,
     cfg: &TrainConfig,
     progress: &mut dyn Progress,
     ctl: &Control,
 ) -> Result<TrainOutcome> {
+    if ctl.checkpoints.is_some() && engine.flat().is_none() {
+        return Err(no_checkpoints("the general engine runs this job"));
+    }
     let mut plan = BatchPlan::new(cfg);
     let mut curve = Vec::new();
     let mut first_step_seconds = 0.0;
     let mut reached_target = false;
     let mut steps_done = ctl.start_step;
-    ready(engine)?;
+    ready(engine.step())?;
     let start = Instant::now();
     for step in ctl.start_step..cfg.steps {
+        let e = engine.step();
         let batches: Vec<_> = (0..plan.accumulate())
             .map(|k| plan.batch(step, k))
             .collect();
         let count: usize = batches.iter().map(|b| b.len()).sum();
         for b in &batches {
-            engine.accumulate(b, count)?;
+            e.accumulate(b, count)?;
         }
-        engine.apply(lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
+        e.apply(lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
         steps_done = step + 1;
         if step == ctl.start_step {
-            engine.sync()?;
+            e.sync()?;
             first_step_seconds = start.elapsed().as_secs_f64();
         }
         // NaN/Inf guard: every step where reading the loss is free (CPU),
         // else at each log point and before each checkpoint.
-        if engine.loss_is_free() && engine.skipped_steps() == 0 {
-            let l = engine.last_loss()?;
+        if e.loss_is_free() && e.skipped_steps() == 0 {
+            let l = e.last_loss()?;
             if !l.is_finite() {
                 return Err(FerroError::Diverged {
                     step,
@@ -138,26 +134,27 @@ pub fn train_with(
                 });
             }
         }
-        if let Some(dir) = &ctl.checkpoints {
+        if let (Some(dir), Some(flat)) = (&ctl.checkpoints, engine.flat()) {
             let due = cfg
                 .checkpoint_every
                 .is_some_and(|k| steps_done.is_multiple_of(k) && steps_done < cfg.steps);
             if crate::interrupt::requested() {
-                let path = save_checkpoint(engine, cfg, ctl, dir, steps_done)?;
+                let path = save_checkpoint(flat, cfg, ctl, dir, steps_done)?;
                 return Err(FerroError::Interrupted {
                     step: steps_done,
                     saved: path.display().to_string(),
                 });
             }
             if due {
-                save_checkpoint(engine, cfg, ctl, dir, steps_done)?;
+                save_checkpoint(flat, cfg, ctl, dir, steps_done)?;
             }
         }
+        let e = engine.step();
         let last = step + 1 == cfg.steps;
         let mut loss = None;
         if last || (step + 1).is_multiple_of(cfg.log_every) {
-            let l = engine.last_loss()?;
-            if !l.is_finite() && engine.skipped_steps() == 0 {
+            let l = e.last_loss()?;
+            if !l.is_finite() && e.skipped_steps() == 0 {
                 return Err(FerroError::Diverged {
                     step,
                     value: l as f32,
@@ -180,7 +177,8 @@ pub fn train_with(
         }
         progress.update(step, loss);
     }
-    engine.sync()?;
+    let e = engine.step();
+    e.sync()?;
     let train_seconds = start.elapsed().as_secs_f64();
     let final_loss = curve.last().map(|p| p.loss).unwrap_or(f64::NAN);
     Ok(TrainOutcome {
@@ -191,6 +189,15 @@ pub fn train_with(
         first_step_seconds,
         curve,
         reached_target,
-        skipped_steps: engine.skipped_steps(),
+        skipped_steps: e.skipped_steps(),
     })
+}
+
+/// The error for checkpoints asked of an engine without flat state.
+pub fn no_checkpoints(why: &str) -> FerroError {
+    FerroError::OutsideEnvelope {
+        reason: format!(
+            "checkpoints (--checkpoint-every, --resume) need the fused engine's optimizer state, and {why}"
+        ),
+    }
 }

@@ -8,6 +8,27 @@
 use ferrofit::backend::devices::Inventory;
 use ferrofit::backend::select::{select, Target};
 use ferrofit::backend::BackendKind;
+use ferrofit::config::{EngineKind, TrainConfig};
+use ferrofit::model::Params;
+use ferrofit::task::Dataset;
+use ferrofit::trainer::{RunResult, Trainer};
+
+/// Trains `cfg` on `target` from `init`, on `data` when given.
+pub fn train_from(
+    target: &Target,
+    cfg: &TrainConfig,
+    engine: EngineKind,
+    init: Params,
+    data: Option<Dataset>,
+) -> ferrofit::Result<RunResult> {
+    let t = Trainer::new(cfg.clone(), target.clone())
+        .engine(engine)
+        .init(init);
+    match data {
+        Some(d) => t.data(d).run(),
+        None => t.run(),
+    }
+}
 
 /// Every backend this test run must cover.
 pub fn targets() -> Vec<Target> {

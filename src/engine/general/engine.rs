@@ -145,7 +145,7 @@ impl<B: AutodiffBackend> GeneralEngine<B> {
     }
 
     /// The gradient of the mean loss over `batch`, flattened like [`Params::flatten`] (for checks).
-    pub fn gradient(&mut self, batch: &Batch) -> Vec<f32> {
+    fn gradient_of(&mut self, batch: &Batch) -> Vec<f32> {
         let loss = self.loss(batch, batch.len());
         let grads = GradientsParams::from_grads(loss.backward(), self.model());
         let mut out = Vec::new();
@@ -236,6 +236,10 @@ impl<B: AutodiffBackend> StepEngine for GeneralEngine<B> {
 
     fn params(&mut self) -> Result<Params> {
         Ok(self.model().valid().to_params())
+    }
+
+    fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
+        Ok(self.gradient_of(batch))
     }
 
     fn skipped_steps(&self) -> usize {

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The device-machine benchmark suite: one script, one suite per call.
+#
+#   bash benches/device/run.sh SUITE [ARGS...]
+#
+# Run from the repository root on the GPU machine, with the binary (and, for
+# `tests`, the test binaries) built here and carried gzipped in .dev/, and the
+# Vulkan loader in .gl/ (docs/PERFORMANCE.md, "Reproducing"). Results go to
+# $OUT; copy them to docs/results/DATE-MACHINE/SUITE/ afterwards.
+#
+# Suites:
+#   tests                 the per-backend test binaries (CPU, CUDA, Vulkan); exits non-zero on a failure
+#   seed                  the seed job on every backend beside PyTorch and JAX
+#   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4)
+#   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
+#   startup               whole-process wall times of `train` (cold and warm) and `devices`
+#   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
+#   doctor                `ferrofit doctor` on every device
+#   baselines             the general (Burn) engine and the peers' seed job as JSON lines
+# Set REPS (default 5) to change the number of timed runs.
+set -u
+suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
+shift
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+nvrtc=$(find / -name 'libnvrtc.so*' -not -path '/proc/*' 2>/dev/null | head -n1)
+[ -n "$nvrtc" ] && export LD_LIBRARY_PATH="$(dirname "$nvrtc"):${LD_LIBRARY_PATH:-}"
+gunzip -c .dev/ferrofit.gz > /tmp/ferrofit && chmod +x /tmp/ferrofit
+export OUT="${OUT:-/tmp/out}"
+mkdir -p "$OUT"
+B=/tmp/ferrofit
+REPS=${REPS:-5}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
+$B devices > "$OUT/devices.txt" 2>&1
+
+bench() {  # bench NAME ARGS...: one bench call, its table printed, JSON and Markdown kept
+  local name=$1
+  shift
+  timeout 300 $B bench --reps "$REPS" --no-history --json "$OUT/$name.json" \
+    --markdown "$OUT/$name.md" "$@" 2>>"$OUT/stderr.txt" | grep -E '^\| (ferrofit|torch|jax)'
+}
+
+case "$suite" in
+tests)
+  status=0
+  for t in ${*:-gradients training persistent parallel}; do
+    gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
+    echo "== $t"
+    FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 400 "/tmp/test_$t" --test-threads 1 \
+      > "$OUT/test_$t.txt" 2>&1 || status=1
+    grep -E "^test |test result|panicked" "$OUT/test_$t.txt"
+  done
+  exit $status
+  ;;
+seed)
+  bench seed --engine fused --peers torch,jax
+  ;;
+models)
+  for hl in ${*:-32x2 64x3 128x4}; do
+    echo "== ${hl}"
+    bench "models_$hl" --backends cuda,vulkan --engine fused --hidden "${hl%x*}" --layers "${hl#*x}" --peers jax,torch
+  done
+  ;;
+sweep)
+  for n in ${*:-10000 100000 1000000 10000000 100000000}; do
+    echo "== n = $n"
+    bench "sweep_$n" --backends cuda,vulkan --engine fused --n "$n"
+  done
+  ;;
+startup)
+  for b in cpu cuda vulkan; do
+    for run in cold warm warm warm warm warm; do
+      s=$(date +%s.%N)
+      $B train --backend "$b" --json > /dev/null 2>>"$OUT/stderr.txt"
+      printf '%s %s %.3f s\n' "$b" "$run" "$(echo "$(date +%s.%N) - $s" | bc)"
+    done
+  done | tee "$OUT/startup.txt"
+  ;;
+scaling)
+  for n in 1000000 100000000; do
+    echo "== n = $n"
+    bench "scaling_$n" --backends cuda --devices all --engine fused --n "$n"
+  done
+  echo "== 3x64"
+  bench scaling_64x3 --backends cuda --devices all --engine fused --hidden 64 --layers 3
+  ;;
+doctor)
+  $B doctor --lr 0.5 2> "$OUT/doctor_stderr.txt" | tee "$OUT/doctor.txt"
+  $B doctor --json > "$OUT/doctor.json" 2>/dev/null
+  ;;
+baselines)
+  for spec in "cuda general" "vulkan general" "cpu fused" "cpu general"; do
+    set -- $spec
+    for _ in $(seq "$REPS"); do
+      timeout 300 $B train --json --backend "$1" --engine "$2" >> "$OUT/ferrofit.jsonl" 2>>"$OUT/stderr.txt" \
+        || echo "{\"failed\":\"$1 $2\"}" >> "$OUT/ferrofit.jsonl"
+    done
+  done
+  python3 benches/peers/seed_job.py > "$OUT/peers.jsonl" 2>>"$OUT/stderr.txt"
+  python3 benches/summarize.py "$OUT/ferrofit.jsonl" "$OUT/peers.jsonl" | tee "$OUT/summary.md"
+  ;;
+*)
+  echo "unknown suite '$suite' (see the header of $0)" >&2
+  exit 2
+  ;;
+esac

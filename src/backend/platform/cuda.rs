@@ -1,0 +1,57 @@
+//! CUDA: Burn's CUDA backend for the general engine, the CubeCL kernels on
+//! CubeCL's CUDA runtime (libcuda and NVRTC loaded at run time).
+
+use super::{Platform, Target};
+use crate::config::TrainConfig;
+use crate::engine::fused::envelope;
+use crate::engine::fused::gpu::GpuFused;
+use crate::engine::general::GeneralEngine;
+use crate::engine::{FlatEngine, StepEngine};
+use crate::error::Result;
+use crate::model::Params;
+use crate::task::Dataset;
+use burn::backend::cuda::CudaDevice;
+
+pub struct Cuda;
+
+fn device(t: &Target) -> CudaDevice {
+    CudaDevice::new(t.info.index)
+}
+
+impl Platform for Cuda {
+    fn general(
+        &self,
+        t: &Target,
+        cfg: &TrainConfig,
+        init: &Params,
+        host: Option<&Dataset>,
+    ) -> Result<Box<dyn StepEngine>> {
+        type B = burn::backend::Autodiff<burn::backend::Cuda>;
+        Ok(Box::new(GeneralEngine::<B>::new(
+            cfg,
+            init,
+            host,
+            &device(t),
+        )?))
+    }
+
+    fn fused(
+        &self,
+        t: &Target,
+        cfg: &TrainConfig,
+        data: Dataset,
+        init: Params,
+    ) -> Result<Box<dyn FlatEngine>> {
+        Ok(Box::new(GpuFused::<cubecl::cuda::CudaRuntime>::new(
+            cfg,
+            &data,
+            init,
+            &device(t),
+            false,
+        )))
+    }
+
+    fn fits(&self, cfg: &TrainConfig) -> Result<()> {
+        envelope::check_gpu(cfg)
+    }
+}

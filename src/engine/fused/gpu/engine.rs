@@ -1,0 +1,331 @@
+//! The fused engine on a GPU: data, master weights, optimizer state and the
+//! carried gradient live on the device. A full-batch step is queued and run
+//! with the steps after it in one persistent launch ([`crate::engine::fused::gpu::steps`]);
+//! any other step is [`fused_grad`](crate::engine::fused::gpu::kernels::fused::fused_grad) per
+//! micro-batch plus one [`reduce_update`](crate::engine::fused::gpu::kernels::fused::reduce_update).
+//! Models the per-point kernels cannot hold (several hidden layers, or more
+//! than [`MAX_GPU_PARAMS`] parameters) take [`tiled_grad`](crate::engine::fused::gpu::kernels::tiled::tiled_grad) in place of
+//! `fused_grad`, always two launches per step.
+//! The loss is read back only when the training loop asks for it. The
+//! launches themselves are in [`crate::engine::fused::gpu::launch`].
+
+use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
+use crate::engine::fused::gpu::launch::code_act;
+use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
+use crate::engine::fused::gpu::kernels::split::split_lanes;
+use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
+use crate::engine::fused::gpu::kernels::tiled::tile_points;
+use crate::batches::Batch;
+use crate::config::TrainConfig;
+use crate::engine::checkpoint::OptState;
+use crate::engine::{FlatEngine, StepEngine};
+use crate::error::{FerroError, Result};
+use crate::model::Params;
+use crate::task::Dataset;
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+/// Points each unit handles, at least, before more cubes are launched, unless
+/// the run sets `points_per_unit` (`ferrofit tune` sweeps it).
+pub const POINTS_PER_UNIT: usize = 16;
+
+/// Most cubes a micro-batch is spread over (bounds the partials buffer).
+pub(crate) const MAX_CUBES: usize = 2048;
+
+/// Most values of the tiled kernel's partial rows (64 MiB, half the 128 MiB
+/// storage binding every WebGPU device allows): wide models get fewer cubes.
+const TILED_PARTIALS: usize = 1 << 24;
+
+/// Fused GPU engine on CubeCL runtime `R`.
+pub struct GpuFused<R: Runtime> {
+    pub(crate) client: ComputeClient<R>,
+    pub(crate) cfg: TrainConfig,
+    pub(crate) hidden: usize,
+    pub(crate) np: usize,
+    pub(crate) n: usize,
+    pub(crate) x: Handle,
+    pub(crate) y: Handle,
+    pub(crate) no_idx: Handle,
+    pub(crate) params: Handle,
+    pub(crate) m: Handle,
+    pub(crate) v: Handle,
+    pub(crate) carry: Handle,
+    pub(crate) partials: Handle,
+    /// `[loss of the last step, 1 if a persistent launch failed]`.
+    pub(crate) loss_out: Handle,
+    /// Cubes whose partials are waiting to be reduced.
+    pub(crate) pending: Option<u32>,
+    pub(crate) step: i32,
+    pub(crate) template: Params,
+    /// Whether the kernels reduce with plane (warp, subgroup) sums.
+    pub(crate) plane: bool,
+    /// Shared-memory scratch of the reductions, in values.
+    pub(crate) scratch: usize,
+    /// The device is a GPU API on the CPU (lavapipe).
+    pub(crate) software: bool,
+    /// Points each unit loads at once ([`LOAD_AHEAD`] on hardware GPUs).
+    pub(crate) ahead: usize,
+    /// Units sharing each point ([`split_lanes`]; 1: one unit per point).
+    pub(crate) lanes: usize,
+    /// The persistent path, when enabled and the device runs it.
+    pub(crate) persistent: Option<Persistent>,
+    /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
+    pub(crate) deferred: Option<(u32, u32, f32)>,
+    /// Points per tile when the model takes the tiled kernel ([`tiled_grad`]).
+    pub(crate) tile: Option<usize>,
+    /// Partial rows the partials buffer holds.
+    pub(crate) max_cubes: usize,
+}
+
+/// True when every step of `cfg` is one micro-batch of consecutive points
+/// (full batch, no accumulation): the steps the persistent kernel runs.
+fn whole_steps(cfg: &TrainConfig) -> bool {
+    cfg.accumulate == 1 && cfg.batch_size.is_none_or(|b| b >= cfg.n)
+}
+
+/// The bytes of a slice of plain numbers (`f32`, `u32`).
+pub(crate) fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
+    // SAFETY: only called with f32/u32, which have no padding; any byte pattern is a valid u8.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+}
+
+impl<R: Runtime> GpuFused<R> {
+    /// Uploads `data` and `init` to `device`. The caller has checked the
+    /// envelope; `software` says the device is a GPU API on the CPU (lavapipe).
+    pub fn new(
+        cfg: &TrainConfig,
+        data: &Dataset,
+        init: Params,
+        device: &R::Device,
+        software: bool,
+    ) -> Self {
+        let client = R::client(device);
+        let hidden = cfg.model.hidden;
+        let np = init.len();
+        let flat = init.flatten();
+        let zeros = vec![0f32; np + 1];
+        let plane_min = client.properties().hardware.plane_size_min;
+        let plane = use_planes(
+            client
+                .features()
+                .plane
+                .contains(cubecl::features::Plane::Ops),
+            plane_min,
+        );
+        let (inputs, outputs) = (cfg.model.inputs, cfg.model.outputs);
+        let lanes = match cfg.lanes {
+            // Shuffles stay within a plane: at most the device's smallest.
+            Some(l) if plane => l.min(plane_min as usize),
+            Some(l) => l,
+            None => split_lanes(inputs, hidden, outputs, plane, plane_min),
+        };
+        let m = &cfg.model;
+        let tile = (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
+            let shared = client.properties().hardware.max_shared_memory_size;
+            tile_points(
+                inputs,
+                hidden,
+                m.layers,
+                outputs,
+                code_act(m.activation),
+                shared,
+            )
+        });
+        let max_cubes = match tile {
+            Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
+            None => MAX_CUBES,
+        };
+        let mut engine = GpuFused {
+            x: client.create_from_slice(pod_bytes(&data.x)),
+            y: client.create_from_slice(pod_bytes(&data.y)),
+            no_idx: client.create_from_slice(&[0u8; 4]),
+            params: client.create_from_slice(pod_bytes(&flat)),
+            m: client.create_from_slice(pod_bytes(&zeros)),
+            v: client.create_from_slice(pod_bytes(&zeros)),
+            carry: client.create_from_slice(pod_bytes(&zeros)),
+            partials: client.empty(max_cubes * (np + 1) * 4),
+            loss_out: client.create_from_slice(pod_bytes(&[f32::NAN, 0.0])),
+            client,
+            cfg: cfg.clone(),
+            hidden,
+            np,
+            n: data.len(),
+            pending: None,
+            step: 0,
+            template: init,
+            plane,
+            // Split passes reduce in their own way; cube sums need one value per plane.
+            scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
+            lanes,
+            // Wide models spill registers already: loading ahead only adds code.
+            ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
+            software,
+            persistent: None,
+            deferred: None,
+            tile,
+            max_cubes,
+        };
+        if cfg.persistent && whole_steps(cfg) && tile.is_none() {
+            engine.persistent = Persistent::start(&engine, device);
+        }
+        engine
+    }
+
+    pub(crate) fn read(&self, h: &Handle, len: usize) -> Result<Vec<f32>> {
+        let bytes = self
+            .client
+            .read_one(h.clone())
+            .map_err(|e| FerroError::BackendFailed {
+                backend: "cubecl".into(),
+                detail: format!("{e:?}"),
+            })?;
+        Ok(bytes[..len * 4]
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+
+    /// Runs queued persistent steps, then a deferred micro-batch the two-launch way.
+    pub(crate) fn settle(&mut self) {
+        self.flush();
+        if let Some((start, len, scale)) = self.deferred.take() {
+            self.launch_grad(start as usize, len as usize, None, scale);
+        }
+    }
+
+    /// `loss_out`, failing when a persistent launch could not run its grid.
+    fn loss_and_status(&mut self) -> Result<f32> {
+        self.flush();
+        let out = self.read(&self.loss_out, 2)?;
+        if out[1] != 0.0 {
+            let cubes = self.persistent.as_ref().map_or(0, |p| p.cubes);
+            return Err(FerroError::BackendFailed {
+                backend: "cubecl".into(),
+                detail: format!(
+                    "the persistent fused kernel's {cubes} workgroups did not all run at once on this device; rerun with --no-persistent"
+                ),
+            });
+        }
+        Ok(out[0])
+    }
+}
+
+impl<R: Runtime> StepEngine for GpuFused<R> {
+    fn detail(&self) -> Option<String> {
+        if let Some(tile) = self.tile {
+            let c = &self.cfg;
+            let unused = if c.lanes.is_some() || c.points_per_unit.is_some() {
+                "; --lanes and --points-per-unit tune the one-layer kernels only"
+            } else {
+                ""
+            };
+            return Some(format!(
+                "tiled kernel, {tile} points a tile, two launches per step{unused}"
+            ));
+        }
+        let scheme = match &self.persistent {
+            Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
+            None if self.cfg.persistent && whole_steps(&self.cfg) => {
+                "two launches per step: the persistent kernel's workgroups cannot all run at once here".to_string()
+            }
+            None => "two launches per step".into(),
+        };
+        Some(match self.lanes {
+            1 => scheme,
+            l => format!("{scheme}; {l} lanes share each point"),
+        })
+    }
+
+    fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
+        let scale = 1.0 / (count * self.cfg.model.outputs) as f32;
+        if let (Some(_), None, None, Batch::Range(s, e)) =
+            (&self.persistent, self.pending, self.deferred, batch)
+        {
+            if e - s == count {
+                // A whole step in one range: it can join the persistent queue.
+                self.deferred = Some((*s as u32, count as u32, scale));
+                return Ok(());
+            }
+        }
+        self.reduce_pending();
+        match batch {
+            Batch::Range(s, e) => self.launch_grad(*s, e - s, None, scale),
+            Batch::Indices(v) => {
+                let idx = self.client.create_from_slice(pod_bytes(v));
+                self.launch_grad(0, v.len(), Some(idx), scale)
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, lr: f64) -> Result<()> {
+        self.step += 1;
+        if let Some((start, len, scale)) = self.deferred.take() {
+            let step = QueuedStep::new(start, len, scale, lr, self.step);
+            self.enqueue(step);
+            return Ok(());
+        }
+        self.reduce(true, lr);
+        Ok(())
+    }
+
+    fn last_loss(&mut self) -> Result<f64> {
+        Ok(self.loss_and_status()? as f64)
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush();
+        cubecl::future::block_on(self.client.sync()).map_err(|e| FerroError::BackendFailed {
+            backend: "cubecl".into(),
+            detail: format!("{e:?}"),
+        })
+    }
+
+    fn params(&mut self) -> Result<Params> {
+        self.loss_and_status()?;
+        Ok(self.template.with_flat(&self.read(&self.params, self.np)?))
+    }
+
+    fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
+        crate::engine::flat_gradient(self, batch)
+    }
+}
+
+impl<R: Runtime> FlatEngine for GpuFused<R> {
+    fn optimizer_state(&mut self) -> Result<OptState> {
+        self.reduce_pending();
+        Ok(OptState {
+            m: self.read(&self.m, self.np)?,
+            v: self.read(&self.v, self.np)?,
+            t: self.step,
+        })
+    }
+
+    fn take_gradient(&mut self) -> Result<Vec<f32>> {
+        self.reduce_pending();
+        let g = self.read(&self.carry, self.np + 1)?;
+        self.zero_carry();
+        Ok(g)
+    }
+
+    fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()> {
+        // The summed gradient becomes the carry; an update with no new partials applies it.
+        self.settle();
+        self.carry = self.client.create_from_slice(pod_bytes(g));
+        self.pending = None;
+        self.apply(lr)
+    }
+
+    fn load_optimizer_state(&mut self, s: &OptState) -> Result<()> {
+        self.flush();
+        let pad = |v: &[f32]| {
+            let mut out = v.to_vec();
+            out.resize(self.np + 1, 0.0);
+            out
+        };
+        self.m = self.client.create_from_slice(pod_bytes(&pad(&s.m)));
+        self.v = self.client.create_from_slice(pod_bytes(&pad(&s.v)));
+        self.step = s.t;
+        Ok(())
+    }
+}

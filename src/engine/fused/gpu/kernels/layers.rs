@@ -1,0 +1,288 @@
+//! The layer passes of the tiled kernel ([`crate::engine::fused::gpu::kernels::tiled`]) over a tile of
+//! points in shared memory (rows of [`stride`] values a point): a hidden
+//! layer forward, and a layer backward (its weight and bias gradients, and
+//! the δ of the layer below). Each is a small matrix product that the cube's
+//! units share out in register blocks — a unit computes several points ×
+//! several units (or a block of weight-gradient entries) at a time, so every
+//! value it loads serves several multiply-adds: the pass is bound by loads,
+//! not arithmetic (docs/PERFORMANCE.md, "Deep models").
+
+use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, keeps_z};
+use crate::engine::fused::gpu::kernels::tiled::stride;
+use cubecl::prelude::*;
+
+/// b_u + Σ_k w[u, k]·a[t, k] for the layer whose weights start at `off` and
+/// whose inputs (rows of stride `stride(in_w)`) start at `src` in the tile buffer.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn dense<F: Float>(
+    params: &Array<F>,
+    buf: &SharedMemory<F>,
+    off: usize,
+    src: usize,
+    t: usize,
+    u: usize,
+    #[comptime] in_w: usize,
+    #[comptime] out_w: usize,
+) -> F {
+    let at = src + t * comptime!(stride(in_w));
+    let mut z = params[off + comptime!(out_w * in_w) + u];
+    for k in 0..in_w {
+        z += params[off + u * in_w + k] * buf[at + k];
+    }
+    z
+}
+
+/// Points of a forward or δ block (each unit computes points × [`BLOCK_U`]
+/// units at a time, so every value it loads serves several multiply-adds:
+/// the pass is bound by loads): 4 once a tile has 32 points (enough blocks
+/// for the cube's units), else 2.
+fn block_t(tile: usize) -> usize {
+    if tile >= 32 {
+        4
+    } else {
+        2
+    }
+}
+
+/// Units (or inputs, for δ) of a forward or δ block.
+const BLOCK_U: usize = 4;
+/// Units × inputs of the weight-gradient block each unit owns.
+const GRAD_U: usize = 4;
+const GRAD_K: usize = 4;
+
+/// `i` if below `len`, else `len - 1`: loads of a block's padding stay in bounds.
+#[cube]
+fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
+    clamp_max(i, comptime!(len - 1))
+}
+
+/// A hidden layer over the tile: its rows at `dst` (act(z), after z where kept).
+/// Each unit takes [`block_t`] points × [`BLOCK_U`] output units at a time;
+/// neighbouring units take neighbouring points of the same output units.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn hidden_forward<F: Float>(
+    params: &Array<F>,
+    buf: &mut SharedMemory<F>,
+    off: usize,
+    src: usize,
+    dst: usize,
+    #[comptime] tile: usize,
+    #[comptime] in_w: usize,
+    #[comptime] hidden: usize,
+    #[comptime] act: u32,
+) {
+    let (si, sh) = comptime!((stride(in_w), stride(hidden)));
+    let bt = comptime!(block_t(tile));
+    let rows = comptime!(tile.div_ceil(bt));
+    let blocks = comptime!(tile.div_ceil(bt) * hidden.div_ceil(BLOCK_U));
+    let mut m = UNIT_POS as usize;
+    while m < blocks {
+        let t0 = (m % rows) * bt;
+        let u0 = (m / rows) * BLOCK_U;
+        let mut at = Array::<usize>::new(bt);
+        let mut wu = Array::<usize>::new(BLOCK_U);
+        let mut acc = Array::<F>::new(comptime!(bt * BLOCK_U));
+        #[unroll]
+        for r in 0..bt {
+            at[r] = src + clamp_to(t0 + r, tile) * si;
+        }
+        #[unroll]
+        for c in 0..BLOCK_U {
+            let u = clamp_to(u0 + c, hidden);
+            wu[c] = off + u * in_w;
+            let bias = params[off + comptime!(hidden * in_w) + u];
+            #[unroll]
+            for r in 0..bt {
+                acc[r * BLOCK_U + c] = bias;
+            }
+        }
+        for k in 0..in_w {
+            let mut av = Array::<F>::new(bt);
+            #[unroll]
+            for r in 0..bt {
+                av[r] = buf[at[r] + k];
+            }
+            #[unroll]
+            for c in 0..BLOCK_U {
+                let w = params[wu[c] + k];
+                #[unroll]
+                for r in 0..bt {
+                    acc[r * BLOCK_U + c] += av[r] * w;
+                }
+            }
+        }
+        #[unroll]
+        for r in 0..bt {
+            #[unroll]
+            for c in 0..BLOCK_U {
+                if t0 + r < tile && u0 + c < hidden {
+                    let z = acc[r * BLOCK_U + c];
+                    let i = dst + (t0 + r) * sh + u0 + c;
+                    if comptime!(keeps_z(act)) {
+                        buf[i] = z;
+                        buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
+                    } else {
+                        buf[i] = act_fwd::<F>(z, act);
+                    }
+                }
+            }
+        }
+        m += CUBE_DIM as usize;
+    }
+}
+
+/// Backward through the layer with weights at `off`, inputs (its a) at `src`
+/// and deltas at `delta`: its weight and bias gradients into the cube's
+/// partial row (written on the cube's `first` tile, added after; each unit
+/// always owns the same entries, so no other unit touches them), and, with
+/// `below`, the hidden layer below's δ written over its first row at `zb`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn backward<F: Float>(
+    params: &Array<F>,
+    buf: &mut SharedMemory<F>,
+    partials: &mut Array<F>,
+    row: usize,
+    off: usize,
+    src: usize,
+    delta: usize,
+    zb: usize,
+    first: bool,
+    #[comptime] tile: usize,
+    #[comptime] in_w: usize,
+    #[comptime] out_w: usize,
+    #[comptime] act: u32,
+    #[comptime] below: bool,
+) {
+    let (si, so) = comptime!((stride(in_w), stride(out_w)));
+    let unit = UNIT_POS as usize;
+    let units = CUBE_DIM as usize;
+    // Weight gradients: GRAD_U × GRAD_K blocks, Σ over the tile of δ·a.
+    let kb = comptime!(in_w.div_ceil(GRAD_K));
+    let blocks = comptime!(out_w.div_ceil(GRAD_U) * in_w.div_ceil(GRAD_K));
+    let mut m = unit;
+    while m < blocks {
+        let k0 = (m % kb) * GRAD_K;
+        let u0 = (m / kb) * GRAD_U;
+        let mut du = Array::<usize>::new(GRAD_U);
+        let mut ak = Array::<usize>::new(GRAD_K);
+        let mut g = Array::<F>::new(comptime!(GRAD_U * GRAD_K));
+        #[unroll]
+        for c in 0..GRAD_U {
+            du[c] = delta + clamp_to(u0 + c, out_w);
+        }
+        #[unroll]
+        for j in 0..GRAD_K {
+            ak[j] = src + clamp_to(k0 + j, in_w);
+        }
+        #[unroll]
+        for i in 0..comptime!(GRAD_U * GRAD_K) {
+            g[i] = F::new(0.0);
+        }
+        for t in 0..tile {
+            let mut av = Array::<F>::new(GRAD_K);
+            #[unroll]
+            for j in 0..GRAD_K {
+                av[j] = buf[ak[j] + t * si];
+            }
+            #[unroll]
+            for c in 0..GRAD_U {
+                let d = buf[du[c] + t * so];
+                #[unroll]
+                for j in 0..GRAD_K {
+                    g[c * GRAD_K + j] += d * av[j];
+                }
+            }
+        }
+        #[unroll]
+        for c in 0..GRAD_U {
+            #[unroll]
+            for j in 0..GRAD_K {
+                if u0 + c < out_w && k0 + j < in_w {
+                    let i = row + off + (u0 + c) * in_w + k0 + j;
+                    if first {
+                        partials[i] = g[c * GRAD_K + j];
+                    } else {
+                        partials[i] += g[c * GRAD_K + j];
+                    }
+                }
+            }
+        }
+        m += units;
+    }
+    // Bias gradients: Σ over the tile of δ.
+    let mut u = unit;
+    while u < out_w {
+        let mut g = F::new(0.0);
+        for t in 0..tile {
+            g += buf[delta + t * so + u];
+        }
+        let i = row + off + comptime!(out_w * in_w) + u;
+        if first {
+            partials[i] = g;
+        } else {
+            partials[i] += g;
+        }
+        u += units;
+    }
+    if below {
+        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in block_t points ×
+        // BLOCK_U inputs blocks, over the layer below's first row: its z, or
+        // its a (read above) once every unit is past the gradients.
+        if comptime!(!keeps_z(act)) {
+            sync_cube();
+        }
+        let bt = comptime!(block_t(tile));
+        let rows = comptime!(tile.div_ceil(bt));
+        let blocks = comptime!(tile.div_ceil(bt) * in_w.div_ceil(BLOCK_U));
+        let mut m = unit;
+        while m < blocks {
+            let t0 = (m % rows) * bt;
+            let k0 = (m / rows) * BLOCK_U;
+            let mut dt = Array::<usize>::new(bt);
+            let mut wk = Array::<usize>::new(BLOCK_U);
+            let mut s = Array::<F>::new(comptime!(bt * BLOCK_U));
+            #[unroll]
+            for r in 0..bt {
+                dt[r] = delta + clamp_to(t0 + r, tile) * so;
+            }
+            #[unroll]
+            for c in 0..BLOCK_U {
+                wk[c] = off + clamp_to(k0 + c, in_w);
+            }
+            #[unroll]
+            for i in 0..comptime!(bt * BLOCK_U) {
+                s[i] = F::new(0.0);
+            }
+            for u in 0..out_w {
+                let mut dv = Array::<F>::new(bt);
+                #[unroll]
+                for r in 0..bt {
+                    dv[r] = buf[dt[r] + u];
+                }
+                #[unroll]
+                for c in 0..BLOCK_U {
+                    let w = params[wk[c] + u * in_w];
+                    #[unroll]
+                    for r in 0..bt {
+                        s[r * BLOCK_U + c] += dv[r] * w;
+                    }
+                }
+            }
+            #[unroll]
+            for r in 0..bt {
+                #[unroll]
+                for c in 0..BLOCK_U {
+                    if t0 + r < tile && k0 + c < in_w {
+                        let i = zb + (t0 + r) * si + k0 + c;
+                        let z = buf[i];
+                        buf[i] = s[r * BLOCK_U + c] * act_bwd_at::<F>(z, act);
+                    }
+                }
+            }
+            m += units;
+        }
+    }
+}

@@ -1,0 +1,297 @@
+//! The fused GPU pass for models the per-point kernels cannot hold: several
+//! hidden layers, or one layer with more than [`MAX_GPU_PARAMS`] parameters.
+//!
+//! A cube takes a tile of `tile` points at a time (grid-stride over tiles).
+//! The tile's inputs, every hidden layer's activations `a` (and
+//! pre-activations `z` where the activation's derivative needs them: silu,
+//! gelu), and the output deltas live in shared memory, one row per point with
+//! an odd stride (so units reading one column of different points hit
+//! different banks); the weights are read from the device buffer (the same
+//! for every cube, so they stay cached). Forward, layer by layer; backward,
+//! from the output down: each layer is a small matrix product over the tile
+//! that the cube's units share out in register blocks ([`crate::engine::fused::gpu::kernels::layers`]).
+//! Each unit owns a fixed set of weight-gradient entries and adds Σ over the
+//! tile of δ·a into its cube's partial row in device memory (no other unit
+//! touches them: no atomics), while the units also turn the layer below's
+//! first row (z, or a) into its δ in place. A barrier or two per layer.
+//!
+//! The partial rows have the layout of [`crate::engine::fused::gpu::kernels::fused::fused_grad`]'s
+//! (`partials[cube][p]`, the loss last), so the same `reduce_update` sums them
+//! and steps the optimizer: two launches per optimizer step. Points past the
+//! end of the micro-batch enter with zero inputs and leave a zero δ, so they
+//! add nothing. The order of every sum is fixed: deterministic.
+//!
+//! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
+
+use crate::engine::fused::gpu::kernels::layers::{backward, dense, hidden_forward};
+use crate::engine::fused::gpu::kernels::math::{keeps_z, loss_grad, loss_value};
+use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use cubecl::prelude::*;
+
+/// Largest tile: past it, bigger tiles only add idle tail work.
+pub const MAX_TILE: usize = 128;
+
+/// Shared memory the tiled kernel uses at most, in bytes (more where the device has it,
+/// up to this; the WebGPU floor of 16 KiB at least).
+pub const TILE_SHARED_BYTES: usize = 48 * 1024;
+
+/// Shared memory every WebGPU device has per workgroup, in bytes.
+const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
+
+/// Values the cube sum of the loss needs in shared memory.
+const LOSS_SCRATCH: usize = 256;
+
+/// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
+pub fn stride(width: usize) -> usize {
+    width | 1
+}
+
+/// Rows each hidden layer keeps per point: `a`, or `z` and `a` for `act`s
+/// whose derivative needs z ([`keeps_z`]).
+fn hidden_rows(act: u32) -> usize {
+    if keeps_z(act) {
+        2
+    } else {
+        1
+    }
+}
+
+/// Shared-memory values one point of a tile needs: inputs, every hidden
+/// layer's rows, output deltas (each row padded to an odd stride).
+pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize, act: u32) -> usize {
+    stride(inputs) + hidden_rows(act) * layers * stride(hidden) + stride(outputs)
+}
+
+/// Points a tile holds on a device with `max_shared` bytes of shared memory
+/// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for one point).
+pub fn tile_points(
+    inputs: usize,
+    hidden: usize,
+    layers: usize,
+    outputs: usize,
+    act: u32,
+    max_shared: usize,
+) -> usize {
+    let values = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES) / 4;
+    let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs, act);
+    t.clamp(1, MAX_TILE)
+}
+
+/// Forward, loss and backward over `count` points from `start` (or listed in
+/// `idx`) for an MLP of `layers` hidden layers of `hidden` units, times
+/// `scale`; one partial row per cube into `partials` (`np + 1` values each).
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+pub fn tiled_grad<F: Float + CubeElement>(
+    x: &Array<F>,
+    y: &Array<F>,
+    idx: &Array<u32>,
+    params: &Array<F>,
+    partials: &mut Array<F>,
+    start: u32,
+    count: u32,
+    scale: F,
+    #[comptime] inputs: usize,
+    #[comptime] hidden: usize,
+    #[comptime] layers: usize,
+    #[comptime] outputs: usize,
+    #[comptime] act: u32,
+    #[comptime] loss: u32,
+    #[comptime] use_idx: bool,
+    #[comptime] plane: bool,
+    #[comptime] tile: usize,
+) {
+    let np = comptime!(layer_offset(inputs, hidden, layers) + outputs * hidden + outputs);
+    let units = CUBE_DIM as usize;
+    let unit = UNIT_POS as usize;
+    let row = CUBE_POS * (np + 1);
+    let per = comptime!(tile_values(inputs, hidden, layers, outputs, act));
+    let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
+    let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    let si = comptime!(stride(inputs));
+    // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
+    // within them, the output deltas. A layer's δ goes over its first row.
+    let z1 = comptime!(tile * stride(inputs));
+    let pair = comptime!(hidden_rows(act) * tile * stride(hidden));
+    let a_at = comptime!((hidden_rows(act) - 1) * tile * stride(hidden));
+    let dout = comptime!(tile * stride(inputs) + layers * hidden_rows(act) * tile * stride(hidden));
+    let hh = comptime!(hidden * hidden + hidden);
+    let off1 = comptime!(layer_offset(inputs, hidden, 1));
+    let off_out = comptime!(layer_offset(inputs, hidden, layers));
+
+    // A cube with no tile still leaves a row (of zeros); the others write
+    // theirs on their first tile.
+    if CUBE_POS * tile >= count as usize {
+        let mut p = unit;
+        while p < np {
+            partials[row + p] = F::new(0.0);
+            p += units;
+        }
+    }
+
+    let mut lsum = F::new(0.0);
+    let n = count as usize;
+    let mut base = CUBE_POS * tile;
+    while base < n {
+        let first = base == CUBE_POS * tile;
+        // Inputs of the tile; points past the end read zeros.
+        let mut e = unit;
+        while e < comptime!(tile * inputs) {
+            let t = e / inputs;
+            let a = e % inputs;
+            let mut v = F::new(0.0);
+            if base + t < n {
+                let pt = point(idx, start, base + t, use_idx);
+                v = x[pt * inputs + a];
+            }
+            buf[t * si + a] = v;
+            e += units;
+        }
+        sync_cube();
+
+        // Forward. Hidden layers past the first share one loop body (runtime
+        // offsets): unrolling every layer made lavapipe's compiler take minutes.
+        hidden_forward::<F>(params, &mut buf, 0, 0, z1, tile, inputs, hidden, act);
+        sync_cube();
+        for l in 1..layers {
+            let dst = z1 + l * pair;
+            let off = off1 + (l - 1) * hh;
+            hidden_forward::<F>(
+                params,
+                &mut buf,
+                off,
+                dst - pair + a_at,
+                dst,
+                tile,
+                hidden,
+                hidden,
+                act,
+            );
+            sync_cube();
+        }
+        let mut e = unit;
+        while e < comptime!(tile * outputs) {
+            let t = e % tile;
+            let u = e / tile;
+            let z = dense::<F>(
+                params,
+                &buf,
+                off_out,
+                dout - pair + a_at,
+                t,
+                u,
+                hidden,
+                outputs,
+            );
+            let mut d = F::new(0.0);
+            if base + t < n {
+                let pt = point(idx, start, base + t, use_idx);
+                let r = z - y[pt * outputs + u];
+                lsum += loss_value::<F>(r, loss);
+                d = loss_grad::<F>(r, loss) * scale;
+            }
+            buf[dout + t * comptime!(stride(outputs)) + u] = d;
+            e += units;
+        }
+        sync_cube();
+
+        // Backward, from the output layer down.
+        let zl = dout - pair;
+        backward::<F>(
+            params,
+            &mut buf,
+            partials,
+            row,
+            off_out,
+            zl + a_at,
+            dout,
+            zl,
+            first,
+            tile,
+            hidden,
+            outputs,
+            act,
+            true,
+        );
+        sync_cube();
+        for r in 1..layers {
+            let l = layers - r;
+            let delta = z1 + l * pair;
+            let off = off1 + (l - 1) * hh;
+            backward::<F>(
+                params,
+                &mut buf,
+                partials,
+                row,
+                off,
+                delta - pair + a_at,
+                delta,
+                delta - pair,
+                first,
+                tile,
+                hidden,
+                hidden,
+                act,
+                true,
+            );
+            sync_cube();
+        }
+        backward::<F>(
+            params, &mut buf, partials, row, 0, 0, z1, 0, first, tile, inputs, hidden, act, false,
+        );
+        sync_cube();
+        base += CUBE_COUNT * tile;
+    }
+
+    let total = cube_sum::<F>(lsum * scale, &mut red, plane);
+    if unit == 0usize {
+        partials[row + np] = total;
+    }
+}
+
+/// Index in the dataset of point `i` of the micro-batch.
+#[cube]
+fn point(idx: &Array<u32>, start: u32, i: usize, #[comptime] use_idx: bool) -> usize {
+    if use_idx {
+        idx[i] as usize
+    } else {
+        start as usize + i
+    }
+}
+
+/// Offset in the flat parameters of layer `l`'s weights (`Params::flatten`:
+/// each layer's weights, out × in, then its biases).
+fn layer_offset(inputs: usize, hidden: usize, l: usize) -> usize {
+    if l == 0 {
+        0
+    } else {
+        hidden * inputs + hidden + (l - 1) * (hidden * hidden + hidden)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
+
+    /// gelu keeps z and a: the widest rows.
+    const GELU: u32 = 4;
+
+    #[test]
+    fn the_widest_model_fits_a_point_in_the_smallest_shared_memory() {
+        let per = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU);
+        assert!(LOSS_SCRATCH + per <= WEBGPU_SHARED_BYTES / 4);
+        let relu = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, 0);
+        assert!(relu < per, "relu keeps one row a hidden layer");
+        assert_eq!(
+            tile_points(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU, 0),
+            (WEBGPU_SHARED_BYTES / 4 - LOSS_SCRATCH) / per
+        );
+    }
+
+    #[test]
+    fn small_models_take_the_largest_tile() {
+        assert_eq!(tile_points(1, 10, 2, 1, 0, 1 << 20), MAX_TILE);
+        assert!(tile_points(1, 64, 3, 1, GELU, 1 << 20) < MAX_TILE);
+    }
+}

@@ -1,0 +1,202 @@
+//! The fused GPU engine's kernel launches ([`GpuFused`]'s buffers into
+//! CubeCL's `launch` calls): the gradient pass (per-point or tiled), the
+//! reduction and optimizer step, zeroing the carried gradient; and the codes
+//! the kernels take for activation, loss and optimizer.
+
+use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
+use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
+use crate::engine::fused::optim::bias_corrections;
+use crate::config::{Activation, Loss, OptimizerKind};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+/// Tiles each cube of the tiled kernel takes, at least, before more cubes are launched.
+const TILES_PER_CUBE: usize = 4;
+
+pub(crate) fn code_act(a: Activation) -> u32 {
+    match a {
+        Activation::Relu => 0,
+        Activation::Tanh => 1,
+        Activation::Sigmoid => 2,
+        Activation::Silu => 3,
+        Activation::Gelu => 4,
+    }
+}
+
+pub(crate) fn code_loss(l: Loss) -> u32 {
+    match l {
+        Loss::Mse => 0,
+        Loss::L1 => 1,
+        Loss::Huber => 2,
+    }
+}
+
+pub(crate) fn code_opt(o: OptimizerKind) -> u32 {
+    match o {
+        OptimizerKind::Sgd => 0,
+        OptimizerKind::Momentum => 1,
+        OptimizerKind::Adam => 2,
+        OptimizerKind::Adamw => 3,
+    }
+}
+
+impl<R: Runtime> GpuFused<R> {
+    /// Reduces pending partials; with `apply`, also steps the optimizer.
+    pub(crate) fn reduce(&mut self, apply: bool, lr: f64) {
+        self.settle();
+        let cubes = self.pending.take().unwrap_or(0);
+        let wd = self.cfg.weight_decay as f32;
+        let (b1, b2) = bias_corrections(self.step.max(1));
+        let np = self.np;
+        // SAFETY: every buffer was allocated with the lengths passed here.
+        unsafe {
+            reduce_update::launch::<f32, R>(
+                &self.client,
+                CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (np + 1)),
+                ArrayArg::from_raw_parts(self.params.clone(), np),
+                ArrayArg::from_raw_parts(self.m.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.v.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.carry.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.loss_out.clone(), 1),
+                cubes,
+                lr as f32,
+                wd,
+                b1,
+                b2,
+                u32::from(self.step == 1),
+                np,
+                code_opt(self.cfg.optimizer),
+                u32::from(apply),
+            )
+        };
+    }
+
+    /// Zeroes the carried gradient in place. A fresh buffer a step (as
+    /// before) coincided with a stall at step 32 of data-parallel runs.
+    pub(crate) fn zero_carry(&mut self) {
+        let len = self.np + 1;
+        // SAFETY: the carry holds np + 1 values.
+        unsafe {
+            zero::launch::<f32, R>(
+                &self.client,
+                CubeCount::Static(len.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                ArrayArg::from_raw_parts(self.carry.clone(), len),
+            )
+        };
+    }
+
+    /// Reduces the partials still pending, after any queued or deferred work.
+    pub(crate) fn reduce_pending(&mut self) {
+        self.settle();
+        if self.pending.is_some() {
+            self.reduce(false, 0.0);
+        }
+    }
+
+    /// The buffers both gradient kernels start with: inputs, targets, the
+    /// micro-batch's `len` indices (a placeholder without `idx`), the weights
+    /// and the partial rows.
+    pub(crate) fn grad_buffers(&self, idx: Option<Handle>, len: usize) -> [ArrayArg<R>; 5] {
+        let (idx, idx_len) = match idx {
+            Some(h) => (h, len),
+            None => (self.no_idx.clone(), 1),
+        };
+        let m = &self.cfg.model;
+        // SAFETY: each buffer was allocated with (at least) the length given
+        // here, and `idx` holds `len` indices below `n`.
+        unsafe {
+            [
+                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
+                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
+                ArrayArg::from_raw_parts(idx, idx_len),
+                ArrayArg::from_raw_parts(self.params.clone(), self.np),
+                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
+            ]
+        }
+    }
+
+    /// `fused_grad` over `len` points from `start` (or the points in `idx`).
+    pub(crate) fn launch_grad(
+        &mut self,
+        start: usize,
+        len: usize,
+        idx: Option<Handle>,
+        scale: f32,
+    ) {
+        if let Some(tile) = self.tile {
+            return self.launch_tiled(tile, start, len, idx, scale);
+        }
+        let units = CUBE_UNITS as usize;
+        let cubes = len
+            .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
+            .clamp(1, MAX_CUBES);
+        let use_idx = idx.is_some();
+        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
+        fused_grad::launch::<f32, R>(
+            &self.client,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(CUBE_UNITS),
+            x,
+            y,
+            idx,
+            params,
+            partials,
+            start as u32,
+            len as u32,
+            scale,
+            self.cfg.model.inputs,
+            self.hidden,
+            self.cfg.model.outputs,
+            code_act(self.cfg.model.activation),
+            code_loss(self.cfg.loss),
+            use_idx,
+            self.plane,
+            self.scratch,
+            self.ahead,
+            self.lanes,
+        );
+        self.pending = Some(cubes as u32);
+    }
+
+    /// `tiled_grad` over `len` points from `start` (or the points in `idx`), `tile` points at a time.
+    pub(crate) fn launch_tiled(
+        &mut self,
+        tile: usize,
+        start: usize,
+        len: usize,
+        idx: Option<Handle>,
+        scale: f32,
+    ) {
+        let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
+        let use_idx = idx.is_some();
+        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
+        let m = &self.cfg.model;
+        tiled_grad::launch::<f32, R>(
+            &self.client,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(CUBE_UNITS),
+            x,
+            y,
+            idx,
+            params,
+            partials,
+            start as u32,
+            len as u32,
+            scale,
+            m.inputs,
+            m.hidden,
+            m.layers,
+            m.outputs,
+            code_act(m.activation),
+            code_loss(self.cfg.loss),
+            use_idx,
+            self.plane,
+            tile,
+        );
+        self.pending = Some(cubes as u32);
+    }
+}

@@ -1,0 +1,18 @@
+//! The fused engine on GPUs, as CubeCL kernels (one source for Vulkan, DX12
+//! and Metal through wgpu, and CUDA).
+//!
+//! - `engine`: [`GpuFused`], the device buffers and the [`crate::engine::StepEngine`] /
+//!   [`crate::engine::FlatEngine`] implementation;
+//! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
+//! - `steps`: the host side of the persistent kernel (queued full-batch steps,
+//!   the per-device grid probe);
+//! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
+//!   and the device math they share. A new kernel is a new file there plus
+//!   its launch.
+
+mod engine;
+pub mod kernels;
+pub mod launch;
+pub mod steps;
+
+pub use engine::*;
