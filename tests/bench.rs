@@ -201,16 +201,7 @@ fn bench_cli_writes_json_and_compares_with_the_previous_run() {
     std::fs::create_dir_all(&dir).unwrap();
     let (db, json) = (dir.join("h.sqlite"), dir.join("b.json"));
     // Every backend the suite covers (lavapipe's Vulkan in CI).
-    let backends: Vec<String> = common::targets()
-        .iter()
-        .map(|t| {
-            if t.backend == ferrofit::backend::Backend::Cpu {
-                "cpu".into()
-            } else {
-                t.info.api.clone()
-            }
-        })
-        .collect();
+    let backends: Vec<String> = common::targets().iter().map(|t| t.label()).collect();
     let backends = backends.join(",");
     let args = [
         "bench",

@@ -7,11 +7,11 @@ mod common;
 
 use ferrofit::backend::select::Target;
 use ferrofit::backend::Backend;
-use ferrofit::trainer::RunResult;
 use ferrofit::config::{EngineKind, TrainConfig};
 use ferrofit::doctor::{checks, Severity, Subject};
 use ferrofit::model::Params;
 use ferrofit::task::Dataset;
+use ferrofit::trainer::RunResult;
 use ferrofit::FerroError;
 
 /// How a fake device is broken.
@@ -75,22 +75,20 @@ impl Subject for Fake<'_> {
     }
 }
 
-#[test]
-fn honest_devices_pass() {
-    for t in common::targets() {
+common::per_device! {
+    fn honest_devices_pass(t) {
         for f in [
-            checks::parameters_update(&t),
-            checks::gradients(&t),
-            checks::largest_n(&t, 1 << 17),
+            checks::parameters_update(t),
+            checks::gradients(t),
+            checks::largest_n(t, 1 << 17),
         ] {
             assert_eq!(f.severity, Severity::Pass, "{}: {f:?}", t.label());
         }
     }
 }
 
-#[test]
-fn a_device_that_drops_updates_fails_check_1() {
-    for t in common::targets() {
+common::per_device! {
+    fn a_device_that_drops_updates_fails_check_1(t) {
         let f = checks::parameters_update(&Fake {
             real: &t,
             fault: Fault::NoUpdate,
@@ -100,9 +98,8 @@ fn a_device_that_drops_updates_fails_check_1() {
     }
 }
 
-#[test]
-fn a_device_with_an_off_gradient_fails_check_2() {
-    for t in common::targets() {
+common::per_device! {
+    fn a_device_with_an_off_gradient_fails_check_2(t) {
         let f = checks::gradients(&Fake {
             real: &t,
             fault: Fault::GradientOff,
@@ -114,7 +111,7 @@ fn a_device_with_an_off_gradient_fails_check_2() {
 
 #[test]
 fn the_memory_probe_finds_the_limit_and_survives_a_panic() {
-    let t = &common::targets()[0];
+    let t = &common::cpu();
     let limit = 300_000;
     for fault in [Fault::MemoryLimit(limit), Fault::PanicsAbove(limit)] {
         let f = checks::largest_n(&Fake { real: t, fault }, 1 << 22);

@@ -2,17 +2,16 @@
 
 mod common;
 
-use common::targets;
 use ferrofit::backend::select::Target;
 use ferrofit::backend::Backend;
-use ferrofit::trainer::Trainer;
 use ferrofit::batches::Batch;
 use ferrofit::config::{Activation, EngineKind, Loss, ModelSpec, TrainConfig};
-use ferrofit::engine::fused::cpu::kernel;
+use ferrofit::engine::fused::cpu::kernel as cpu_kernel;
 use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
 use ferrofit::rng::uniform;
 use ferrofit::task::Dataset;
+use ferrofit::trainer::Trainer;
 
 /// Random inputs and targets in [-1, 1].
 fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
@@ -121,9 +120,8 @@ fn fused_cpu_gradient_of_an_index_batch_matches_reference() {
     assert!(rel_err(&grad, &ref_grad) <= 1e-5);
 }
 
-#[test]
-fn general_gradient_matches_reference_on_every_backend() {
-    for target in targets() {
+common::per_device! {
+    fn general_gradient_matches_reference_on_every_backend(target) {
         for (i, (spec, lossk, n)) in cases().into_iter().enumerate() {
             let cfg = TrainConfig {
                 model: spec,
@@ -155,140 +153,139 @@ fn general_gradient_matches_reference_on_every_backend() {
     }
 }
 
-#[test]
-fn fused_gpu_gradient_matches_reference_within_1e_5() {
-    let base = TrainConfig::default().model;
-    let own = [
-        (base, Loss::Mse, 1000),
-        (
-            ModelSpec {
-                hidden: 7,
-                activation: Activation::Tanh,
-                ..base
-            },
-            Loss::Huber,
-            333,
-        ),
-        (
-            ModelSpec {
-                hidden: 32,
-                activation: Activation::Gelu,
-                ..base
-            },
-            Loss::L1,
-            1029,
-        ),
-        (
-            ModelSpec {
-                hidden: 5,
-                activation: Activation::Sigmoid,
-                ..base
-            },
-            Loss::Mse,
-            70_001,
-        ),
-        (
-            ModelSpec {
-                hidden: 16,
-                activation: Activation::Silu,
-                ..base
-            },
-            Loss::Mse,
-            257,
-        ),
-        // Wide layers: hidden units split over several lanes per point.
-        (ModelSpec { hidden: 64, ..base }, Loss::Mse, 2001),
-        (
-            ModelSpec {
-                hidden: 128,
-                ..base
-            },
-            Loss::Huber,
-            4099,
-        ),
-        // Lanes whose share runs past the layer (padding units).
-        (
-            ModelSpec {
-                inputs: 3,
-                hidden: 100,
-                outputs: 2,
-                activation: Activation::Silu,
-                ..base
-            },
-            Loss::Mse,
-            1234,
-        ),
-        (
-            ModelSpec {
-                inputs: 2,
-                hidden: 50,
-                outputs: 2,
-                activation: Activation::Tanh,
-                ..base
-            },
-            Loss::Mse,
-            777,
-        ),
-        // Several inputs and outputs.
-        (
-            ModelSpec {
-                inputs: 3,
-                hidden: 8,
-                outputs: 2,
-                activation: Activation::Tanh,
-                ..base
-            },
-            Loss::Mse,
-            515,
-        ),
-        (
-            ModelSpec {
-                inputs: 2,
-                hidden: 12,
-                outputs: 3,
-                activation: Activation::Relu,
-                ..base
-            },
-            Loss::Huber,
-            1000,
-        ),
-        // The tiled kernel: several hidden layers (and cases() has two more), or
-        // one layer too wide for the per-point kernels.
-        (
-            ModelSpec {
-                inputs: 2,
-                hidden: 24,
-                layers: 8,
-                outputs: 3,
-                activation: Activation::Sigmoid,
-            },
-            Loss::L1,
-            1001,
-        ),
-        (
-            ModelSpec {
-                hidden: 128,
-                layers: 2,
-                ..base
-            },
-            Loss::Mse,
-            300,
-        ),
-        (
-            ModelSpec {
-                inputs: 16,
-                hidden: 40,
-                outputs: 4,
-                activation: Activation::Silu,
-                ..base
-            },
-            Loss::Mse,
-            2050,
-        ),
-    ];
-    let deep = cases().into_iter().filter(|(spec, _, _)| spec.layers > 1);
-    let cases: Vec<_> = own.into_iter().chain(deep).collect();
-    for target in targets().into_iter().filter(|t| t.backend.is_gpu()) {
+common::per_gpu! {
+    fn fused_gpu_gradient_matches_reference_within_1e_5(target) {
+        let base = TrainConfig::default().model;
+        let own = [
+            (base, Loss::Mse, 1000),
+            (
+                ModelSpec {
+                    hidden: 7,
+                    activation: Activation::Tanh,
+                    ..base
+                },
+                Loss::Huber,
+                333,
+            ),
+            (
+                ModelSpec {
+                    hidden: 32,
+                    activation: Activation::Gelu,
+                    ..base
+                },
+                Loss::L1,
+                1029,
+            ),
+            (
+                ModelSpec {
+                    hidden: 5,
+                    activation: Activation::Sigmoid,
+                    ..base
+                },
+                Loss::Mse,
+                70_001,
+            ),
+            (
+                ModelSpec {
+                    hidden: 16,
+                    activation: Activation::Silu,
+                    ..base
+                },
+                Loss::Mse,
+                257,
+            ),
+            // Wide layers: hidden units split over several lanes per point.
+            (ModelSpec { hidden: 64, ..base }, Loss::Mse, 2001),
+            (
+                ModelSpec {
+                    hidden: 128,
+                    ..base
+                },
+                Loss::Huber,
+                4099,
+            ),
+            // Lanes whose share runs past the layer (padding units).
+            (
+                ModelSpec {
+                    inputs: 3,
+                    hidden: 100,
+                    outputs: 2,
+                    activation: Activation::Silu,
+                    ..base
+                },
+                Loss::Mse,
+                1234,
+            ),
+            (
+                ModelSpec {
+                    inputs: 2,
+                    hidden: 50,
+                    outputs: 2,
+                    activation: Activation::Tanh,
+                    ..base
+                },
+                Loss::Mse,
+                777,
+            ),
+            // Several inputs and outputs.
+            (
+                ModelSpec {
+                    inputs: 3,
+                    hidden: 8,
+                    outputs: 2,
+                    activation: Activation::Tanh,
+                    ..base
+                },
+                Loss::Mse,
+                515,
+            ),
+            (
+                ModelSpec {
+                    inputs: 2,
+                    hidden: 12,
+                    outputs: 3,
+                    activation: Activation::Relu,
+                    ..base
+                },
+                Loss::Huber,
+                1000,
+            ),
+            // The tiled kernel: several hidden layers (and cases() has two more), or
+            // one layer too wide for the per-point kernels.
+            (
+                ModelSpec {
+                    inputs: 2,
+                    hidden: 24,
+                    layers: 8,
+                    outputs: 3,
+                    activation: Activation::Sigmoid,
+                },
+                Loss::L1,
+                1001,
+            ),
+            (
+                ModelSpec {
+                    hidden: 128,
+                    layers: 2,
+                    ..base
+                },
+                Loss::Mse,
+                300,
+            ),
+            (
+                ModelSpec {
+                    inputs: 16,
+                    hidden: 40,
+                    outputs: 4,
+                    activation: Activation::Silu,
+                    ..base
+                },
+                Loss::Mse,
+                2050,
+            ),
+        ];
+        let deep = cases().into_iter().filter(|(spec, _, _)| spec.layers > 1);
+        let cases: Vec<_> = own.into_iter().chain(deep).collect();
         for (i, (spec, lossk, n)) in cases.iter().copied().enumerate() {
             let cfg = TrainConfig {
                 model: spec,

@@ -17,9 +17,8 @@ fn max_rel(a: &Params, b: &Params) -> f64 {
         .fold(0.0, f64::max)
 }
 
-#[test]
-fn two_replicas_equal_one_device() {
-    for t in common::targets() {
+common::per_device! {
+    fn two_replicas_equal_one_device(t) {
         for (optimizer, batch_size, accumulate) in [
             (OptimizerKind::Sgd, None, 1),
             (OptimizerKind::Adam, Some(3001), 2),
@@ -71,7 +70,7 @@ fn two_replicas_equal_one_device() {
 #[test]
 fn a_data_parallel_run_checkpoints_and_resumes_to_the_same_weights() {
     use ferrofit::engine::checkpoint;
-    let t = common::targets().remove(0);
+    let t = common::cpu();
     let cfg = TrainConfig {
         n: 5_003,
         steps: 20,

@@ -3,7 +3,6 @@
 
 mod common;
 
-use common::targets;
 use common::train_from;
 use ferrofit::backend::select::Target;
 use ferrofit::config::{Activation, EngineKind, OptimizerKind, Schedule, TrainConfig};
@@ -28,13 +27,17 @@ fn weight_gap(a: &Params, b: &Params) -> f32 {
         / scale
 }
 
-#[test]
-fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
-    let gpus: Vec<Target> = targets()
+/// The GPUs of this run (lavapipe in CI; a required kind that is absent fails).
+fn gpus() -> Vec<Target> {
+    common::targets()
         .into_iter()
         .filter(|t| t.backend.is_gpu())
-        .collect();
-    for target in &gpus {
+        .collect()
+}
+
+#[test]
+fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
+    for target in &gpus() {
         for (opt, act, hidden) in [
             (OptimizerKind::Sgd, Activation::Relu, 10),
             (OptimizerKind::Momentum, Activation::Tanh, 10),
@@ -99,9 +102,8 @@ fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
     }
 }
 
-#[test]
-fn steps_that_are_not_whole_batches_use_two_launches() {
-    for target in targets().iter().filter(|t| t.backend.is_gpu()) {
+common::per_gpu! {
+    fn steps_that_are_not_whole_batches_use_two_launches(target) {
         let cfg = TrainConfig {
             n: 4_096,
             steps: 5,

@@ -4,7 +4,6 @@
 
 mod common;
 
-use common::targets;
 use common::train_from;
 use ferrofit::backend::select::Target;
 use ferrofit::config::{Activation, EngineKind, OptimizerKind, Precision, Schedule, TrainConfig};
@@ -34,15 +33,14 @@ fn assert_every_tensor_moved(before: &Params, after: &Params, what: &str) {
     }
 }
 
-#[test]
-fn every_parameter_moves_and_loss_falls_on_every_backend_and_optimizer() {
-    let opts = [
-        (OptimizerKind::Sgd, 0.2),
-        (OptimizerKind::Momentum, 0.05),
-        (OptimizerKind::Adam, 0.02),
-        (OptimizerKind::Adamw, 0.02),
-    ];
-    for target in targets() {
+common::per_device! {
+    fn every_parameter_moves_and_loss_falls_on_every_backend_and_optimizer(target) {
+        let opts = [
+            (OptimizerKind::Sgd, 0.2),
+            (OptimizerKind::Momentum, 0.05),
+            (OptimizerKind::Adam, 0.02),
+            (OptimizerKind::Adamw, 0.02),
+        ];
         for engine in [EngineKind::General, EngineKind::Auto] {
             for (opt, lr) in opts {
                 let cfg = small(opt, lr);
@@ -63,9 +61,8 @@ fn every_parameter_moves_and_loss_falls_on_every_backend_and_optimizer() {
     }
 }
 
-#[test]
-fn weights_read_back_are_the_trained_ones_and_stay_so() {
-    for target in targets() {
+common::per_device! {
+    fn weights_read_back_are_the_trained_ones_and_stay_so(target) {
         let cfg = small(OptimizerKind::Sgd, 0.2);
         let init = Params::init(&cfg.model, cfg.seed);
         let data = Task::X2Noise.generate(cfg.n, cfg.seed);
@@ -103,12 +100,7 @@ fn weights_read_back_are_the_trained_ones_and_stay_so() {
 }
 
 /// Loss curves agree point by point within `tol` (relative).
-fn assert_same_curve(
-    a: &RunResult,
-    b: &RunResult,
-    tol: f64,
-    what: &str,
-) {
+fn assert_same_curve(a: &RunResult, b: &RunResult, tol: f64, what: &str) {
     assert_eq!(
         a.outcome.curve.len(),
         b.outcome.curve.len(),
@@ -126,29 +118,34 @@ fn assert_same_curve(
     }
 }
 
-#[test]
-fn fused_and_general_engines_agree_over_100_steps_on_every_backend() {
-    for opt in [
-        OptimizerKind::Sgd,
-        OptimizerKind::Momentum,
-        OptimizerKind::Adamw,
-    ] {
-        let lr = if opt == OptimizerKind::Sgd { 0.2 } else { 0.02 };
-        agree_over_100_steps(TrainConfig {
-            n: 20_000,
-            steps: 100,
-            optimizer: opt,
-            lr,
-            weight_decay: 1e-3,
-            log_every: 1,
-            ..TrainConfig::default()
-        });
+common::per_device! {
+    fn fused_and_general_engines_agree_over_100_steps(target) {
+        for opt in [
+            OptimizerKind::Sgd,
+            OptimizerKind::Momentum,
+            OptimizerKind::Adamw,
+        ] {
+            let lr = if opt == OptimizerKind::Sgd { 0.2 } else { 0.02 };
+            let cfg = TrainConfig {
+                n: 20_000,
+                steps: 100,
+                optimizer: opt,
+                lr,
+                weight_decay: 1e-3,
+                log_every: 1,
+                ..TrainConfig::default()
+            };
+            agree_over_100_steps(target, cfg);
+        }
+    }
+
+    fn fused_and_general_engines_agree_on_a_deep_model(target) {
+        agree_over_100_steps(target, deep());
     }
 }
 
-#[test]
-fn fused_and_general_engines_agree_on_a_deep_model_on_every_backend() {
-    // Three hidden layers: the GPU takes the tiled kernel.
+/// Three hidden layers: the GPU takes the tiled kernel.
+fn deep() -> TrainConfig {
     let mut cfg = TrainConfig {
         n: 5_000,
         steps: 100,
@@ -162,12 +159,12 @@ fn fused_and_general_engines_agree_on_a_deep_model_on_every_backend() {
     cfg.model.hidden = 16;
     cfg.model.layers = 3;
     cfg.model.activation = Activation::Tanh;
-    agree_over_100_steps(cfg);
+    cfg
 }
 
-/// Every backend's fused and general engines follow the CPU fused engine's curve.
-fn agree_over_100_steps(cfg: TrainConfig) {
-    let cpu = &targets()[0];
+/// `target`'s fused and general engines follow the CPU fused engine's curve.
+fn agree_over_100_steps(target: &Target, cfg: TrainConfig) {
+    let cpu = &common::cpu();
     let init = Params::init(&cfg.model, cfg.seed);
     let data = Task::X2Noise.generate(cfg.n, cfg.seed);
     let reference = train_from(
@@ -175,26 +172,19 @@ fn agree_over_100_steps(cfg: TrainConfig) {
         &cfg,
         EngineKind::Fused,
         init.clone(),
-        Some(data.clone()))
+        Some(data.clone()),
+    )
     .unwrap();
-    for target in targets() {
-        for engine in [EngineKind::General, EngineKind::Fused] {
-            let r = train_from(
-                &target,
-                &cfg,
-                engine,
-                init.clone(),
-                Some(data.clone()))
-            .unwrap();
-            assert_eq!(r.engine, engine);
-            // Burn's GPU kernels sum in another order than the fused engine, and
-            // Adam's normalisation amplifies it: 1.05e-3 was measured on an H200
-            // (CUDA, AdamW). Everything else agrees within 1e-3.
-            let gpu_general = engine == EngineKind::General && target.backend.is_gpu();
-            let tol = if gpu_general { 3e-3 } else { 1e-3 };
-            let what = format!("{} {engine:?} {:?}", target.label(), cfg.optimizer);
-            assert_same_curve(&r, &reference, tol, &what);
-        }
+    for engine in [EngineKind::General, EngineKind::Fused] {
+        let r = train_from(&target, &cfg, engine, init.clone(), Some(data.clone())).unwrap();
+        assert_eq!(r.engine, engine);
+        // Burn's GPU kernels sum in another order than the fused engine, and
+        // Adam's normalisation amplifies it: 1.05e-3 was measured on an H200
+        // (CUDA, AdamW). Everything else agrees within 1e-3.
+        let gpu_general = engine == EngineKind::General && target.backend.is_gpu();
+        let tol = if gpu_general { 3e-3 } else { 1e-3 };
+        let what = format!("{} {engine:?} {:?}", target.label(), cfg.optimizer);
+        assert_same_curve(&r, &reference, tol, &what);
     }
 }
 
@@ -219,15 +209,14 @@ fn adam40() -> TrainConfig {
     }
 }
 
-#[test]
-fn mini_batches_accumulation_and_schedules_train_on_every_backend() {
-    let cfg = TrainConfig {
-        batch_size: Some(512),
-        accumulate: 2,
-        schedule: Schedule::Cosine,
-        ..adam40()
-    };
-    for target in targets() {
+common::per_device! {
+    fn mini_batches_accumulation_and_schedules_train_on_every_backend(target) {
+        let cfg = TrainConfig {
+            batch_size: Some(512),
+            accumulate: 2,
+            schedule: Schedule::Cosine,
+            ..adam40()
+        };
         for engine in [EngineKind::Fused, EngineKind::General] {
             let (_, r) = fit(&target, &cfg, engine);
             let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
@@ -242,7 +231,7 @@ fn mini_batches_accumulation_and_schedules_train_on_every_backend() {
 
 #[test]
 fn accumulating_the_full_batch_equals_one_full_batch() {
-    let target = &targets()[0];
+    let target = &common::cpu();
     let base = TrainConfig {
         n: 3000,
         steps: 10,
@@ -263,7 +252,7 @@ fn accumulating_the_full_batch_equals_one_full_batch() {
 
 #[test]
 fn reduced_precision_with_master_weights_trains() {
-    let target = &targets()[0];
+    let target = &common::cpu();
     for precision in [Precision::Bf16, Precision::F16] {
         let (init, r) = fit(
             target,

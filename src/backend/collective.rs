@@ -9,8 +9,8 @@
 //! server moved each tiny tensor host → device → host per step (~0.6 ms a step
 //! on 2× H200, docs/PERFORMANCE.md). The backend is `platform::Host`.
 
-use crate::error::{FerroError, Result};
 use super::platform::Host;
+use crate::error::{FerroError, Result};
 use burn::tensor::{Tensor, TensorPrimitive};
 use burn_collective::{CollectiveConfig, PeerId, ReduceOperation};
 

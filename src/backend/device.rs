@@ -37,7 +37,14 @@ pub enum Backend {
 
 impl Api {
     /// Every API, for parsing.
-    pub const ALL: [Api; 6] = [Api::Cpu, Api::Cuda, Api::Vulkan, Api::Dx12, Api::Metal, Api::Gl];
+    pub const ALL: [Api; 6] = [
+        Api::Cpu,
+        Api::Cuda,
+        Api::Vulkan,
+        Api::Dx12,
+        Api::Metal,
+        Api::Gl,
+    ];
 
     /// The name people and records use: `cpu`, `cuda`, `vulkan`, ...
     pub fn name(self) -> &'static str {

@@ -1,7 +1,7 @@
 //! Turns `--backend` and `--device` into one typed device, or an error that
 //! says what exists. The only place a user's request meets the inventory.
 
-use super::device::{Api, Backend};
+use super::device::Backend;
 use super::devices::{DeviceInfo, Inventory};
 use super::BackendKind;
 use crate::error::{FerroError, Result};
@@ -124,7 +124,11 @@ pub fn describe(replicas: &[Target]) -> String {
 }
 
 fn notes_for(inv: &Inventory, kind: BackendKind) -> String {
-    let key = if kind == BackendKind::Cuda { "cuda" } else { "wgpu" };
+    let key = if kind == BackendKind::Cuda {
+        "cuda"
+    } else {
+        "wgpu"
+    };
     let notes: Vec<&str> = inv
         .notes
         .iter()
@@ -142,6 +146,7 @@ fn notes_for(inv: &Inventory, kind: BackendKind) -> String {
 mod tests {
     use super::*;
     use crate::backend::devices::DeviceClass;
+    use crate::backend::Api;
 
     fn dev(api: Api, class: DeviceClass) -> DeviceInfo {
         DeviceInfo {

@@ -5,7 +5,6 @@ use super::train::JobArgs;
 use crate::backend::devices::Inventory;
 use crate::backend::select::Target;
 use crate::backend::{select, Backend, BackendKind};
-use crate::trainer::{choose_engine, Trainer};
 use crate::bench::export::{markdown, BenchRecord, Exports};
 use crate::bench::history::{self, History};
 use crate::bench::{measure, peers, set_relative, Skipped};
@@ -13,6 +12,7 @@ use crate::config::{EngineKind, TrainConfig};
 use crate::engine::run::TrainOutcome;
 use crate::model::Params;
 use crate::task::Task;
+use crate::trainer::{choose_engine, Trainer};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 

@@ -4,6 +4,7 @@
 use super::progress::Display;
 use crate::backend::devices::Inventory;
 use crate::backend::{select, BackendKind};
+use crate::config::EngineKind;
 use crate::engine::checkpoint;
 use crate::io::write_atomic;
 use crate::model::reference;

@@ -6,9 +6,9 @@
 use super::train::JobArgs;
 use crate::backend::devices::Inventory;
 use crate::backend::{select, BackendKind};
-use crate::trainer::{choose_engine, Trainer};
 use crate::bench::stats::fmt_time;
 use crate::config::{EngineKind, TrainConfig};
+use crate::trainer::{choose_engine, Trainer};
 use crate::tune::candidates::Space;
 use crate::tune::{cache, Settings, Trial};
 use clap::Args;

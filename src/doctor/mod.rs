@@ -42,7 +42,9 @@ impl Subject for Target {
         init: Params,
         data: Option<Dataset>,
     ) -> crate::Result<RunResult> {
-        let t = Trainer::new(cfg.clone(), self.clone()).engine(engine).init(init);
+        let t = Trainer::new(cfg.clone(), self.clone())
+            .engine(engine)
+            .init(init);
         match data {
             Some(d) => t.data(d).run(),
             None => t.run(),

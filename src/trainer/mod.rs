@@ -125,7 +125,11 @@ impl<'p> Trainer<'p> {
     pub fn run(mut self) -> Result<RunResult> {
         self.cfg.validate()?;
         if self.targets.is_empty() {
-            return Err(FerroError::arg("devices", "(none)", "name at least one device"));
+            return Err(FerroError::arg(
+                "devices",
+                "(none)",
+                "name at least one device",
+            ));
         }
         if self.parallel {
             return self.run_replicas();
@@ -134,7 +138,9 @@ impl<'p> Trainer<'p> {
         let ckpt = self.checkpoints.is_some() || self.resume.is_some();
         if kind == EngineKind::General && ckpt {
             let why = why.as_deref().unwrap_or("--engine general");
-            return Err(no_checkpoints(&format!("the general engine runs this job ({why})")));
+            return Err(no_checkpoints(&format!(
+                "the general engine runs this job ({why})"
+            )));
         }
         let target = self.targets[0].clone();
         let ctl = self.control(&target);
@@ -167,7 +173,9 @@ impl<'p> Trainer<'p> {
         self.cfg.persistent = false;
         let (kind, _) = self.choice()?;
         let target = self.targets[0].clone();
-        guarded(&target, || self.build(&target, kind)?.step().gradient(batch))
+        guarded(&target, || {
+            self.build(&target, kind)?.step().gradient(batch)
+        })
     }
 
     fn control(&self, target: &Target) -> Control {

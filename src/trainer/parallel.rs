@@ -13,11 +13,11 @@
 use super::phases::Phases;
 use crate::backend::collective;
 use crate::backend::select::Target;
+use crate::batches::{Batch, BatchPlan};
+use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
 use crate::engine::run::{self, Control, LossPoint, Progress, TrainOutcome};
 use crate::engine::FlatEngine;
-use crate::batches::{Batch, BatchPlan};
-use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
 use crate::model::Params;
 use crate::schedule::lr_at;

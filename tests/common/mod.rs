@@ -3,7 +3,7 @@
 //! The CPU is always tested. A wgpu device (lavapipe in CI) is tested when one
 //! is found; with `FERROFIT_REQUIRE_WGPU=1` (set by `.ci/run`) its absence is a
 //! failure rather than a skip; `FERROFIT_REQUIRE_CUDA=1` does the same for CUDA.
-#![allow(dead_code)]
+#![allow(dead_code, unused_macros)]
 
 use ferrofit::backend::devices::Inventory;
 use ferrofit::backend::select::{select, Target};
@@ -30,30 +30,130 @@ pub fn train_from(
     }
 }
 
-/// Every backend this test run must cover.
+/// The three kinds of device a test can run on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Cpu,
+    Wgpu,
+    Cuda,
+}
+
+impl Kind {
+    fn request(self) -> BackendKind {
+        match self {
+            Kind::Cpu => BackendKind::Cpu,
+            Kind::Wgpu => BackendKind::Wgpu,
+            Kind::Cuda => BackendKind::Cuda,
+        }
+    }
+
+    /// The variable that makes this kind's absence a failure.
+    fn required_by(self) -> Option<&'static str> {
+        match self {
+            Kind::Cpu => None,
+            Kind::Wgpu => Some("FERROFIT_REQUIRE_WGPU"),
+            Kind::Cuda => Some("FERROFIT_REQUIRE_CUDA"),
+        }
+    }
+}
+
+fn inventory() -> &'static Inventory {
+    static INV: std::sync::OnceLock<Inventory> = std::sync::OnceLock::new();
+    INV.get_or_init(Inventory::probe)
+}
+
+/// The first device of `kind`, or `None` after recording `test` as skipped:
+/// a line on stderr and, when `FERROFIT_SKIP_LOG` names a file (`.ci/test.sh`
+/// sets it), a line there, so the run's summary counts it as skipped, not
+/// passed. With the kind's `FERROFIT_REQUIRE_*=1`, absence is a failure.
+pub fn device(kind: Kind, test: &str) -> Option<Target> {
+    match find(kind) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("skipped {test}: no {kind:?} device ({e})");
+            if let Ok(path) = std::env::var("FERROFIT_SKIP_LOG") {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .expect("the skip log opens");
+                writeln!(f, "{test}").expect("the skip log takes a line");
+            }
+            None
+        }
+    }
+}
+
+/// The first device of `kind`; panics when it is absent but required.
+fn find(kind: Kind) -> ferrofit::Result<Target> {
+    let found = select(inventory(), kind.request(), None);
+    if let (Err(e), Some(var)) = (&found, kind.required_by()) {
+        if std::env::var(var).is_ok_and(|v| v == "1") {
+            panic!("{var}=1 but no {kind:?} device: {e}");
+        }
+    }
+    found
+}
+
+/// One test per device kind: `per_device! { fn name(t) { ... } }` makes the
+/// tests `name::cpu`, `name::wgpu` and `name::cuda`, each running the body with
+/// `t: &Target` of that kind, or recorded as skipped when there is none
+/// ([`device`]). `per_gpu!` makes only `wgpu` and `cuda`.
+macro_rules! per_device {
+    ($(fn $name:ident($t:ident) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body($t: &ferrofit::backend::select::Target) $body
+            $crate::common::device_case!(cpu, Cpu, body);
+            $crate::common::device_case!(wgpu, Wgpu, body);
+            $crate::common::device_case!(cuda, Cuda, body);
+        }
+    )*};
+}
+
+/// [`per_device!`] without the CPU.
+macro_rules! per_gpu {
+    ($(fn $name:ident($t:ident) $body:block)*) => {$(
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            fn body($t: &ferrofit::backend::select::Target) $body
+            $crate::common::device_case!(wgpu, Wgpu, body);
+            $crate::common::device_case!(cuda, Cuda, body);
+        }
+    )*};
+}
+
+macro_rules! device_case {
+    ($test:ident, $kind:ident, $body:ident) => {
+        #[test]
+        fn $test() {
+            let name = concat!(module_path!(), "::", stringify!($test));
+            if let Some(t) = $crate::common::device($crate::common::Kind::$kind, name) {
+                eprintln!("testing on {} ({})", t.label(), t.info.name);
+                $body(&t);
+            }
+        }
+    };
+}
+
+#[allow(unused_imports)]
+pub(crate) use {device_case, per_device, per_gpu};
+
+/// The CPU, the device every test run has.
+pub fn cpu() -> Target {
+    select(inventory(), BackendKind::Cpu, None).expect("the CPU is always there")
+}
+
+/// Every device kind this run has, for tests over all of them at once (a
+/// bench table, the doctor); a required kind that is absent fails.
 pub fn targets() -> Vec<Target> {
-    let inv = Inventory::probe();
-    let mut t = vec![select(&inv, BackendKind::Cpu, None).expect("the CPU is always there")];
-    match select(&inv, BackendKind::Wgpu, None) {
-        Ok(w) => t.push(w),
-        Err(e) if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
-            panic!("FERROFIT_REQUIRE_WGPU=1 but no wgpu device: {e} (run .ci/install-lavapipe.sh)")
-        }
-        Err(e) => eprintln!("skipping wgpu: {e}"),
-    }
-    match select(&inv, BackendKind::Cuda, None) {
-        Ok(c) => t.push(c),
-        Err(e) if std::env::var("FERROFIT_REQUIRE_CUDA").is_ok_and(|v| v == "1") => {
-            panic!("FERROFIT_REQUIRE_CUDA=1 but no CUDA device: {e}")
-        }
-        Err(_) => {}
-    }
-    let names: Vec<String> = t
-        .iter()
-        .map(|t| format!("{} ({})", t.label(), t.info.name))
-        .collect();
-    eprintln!("testing on: {}", names.join(", "));
-    t
+    [Kind::Cpu, Kind::Wgpu, Kind::Cuda]
+        .into_iter()
+        .filter_map(|k| find(k).ok())
+        .collect()
 }
 
 /// Runs the `ferrofit` binary; returns exit code, stdout and stderr.

@@ -4,9 +4,9 @@
 //! and vectorises. [`crate::engine::fused::cpu::kernel`] runs the blocks of a chunk through one
 //! [`Workspace`]; the seed job's shape takes its own faster path there.
 
-use crate::engine::fused::cpu::kernel::BLOCK;
 use crate::batches::Batch;
 use crate::config::{Activation, Loss};
+use crate::engine::fused::cpu::kernel::BLOCK;
 use crate::model::{activation, loss, Params};
 use crate::task::Dataset;
 

@@ -7,9 +7,9 @@
 //! batch size; rayon runs the chunks on all cores, and the per-chunk gradients
 //! are summed in chunk order in f64, so results do not depend on the thread count.
 
-use crate::engine::fused::cpu::block::Workspace;
 use crate::batches::Batch;
 use crate::config::{Activation, Loss};
+use crate::engine::fused::cpu::block::Workspace;
 use crate::model::{activation, loss, Params};
 use crate::task::Dataset;
 use rayon::prelude::*;
@@ -65,7 +65,9 @@ pub fn loss_and_grad(
             if seed_relu_mse && crate::engine::fused::cpu::simd::available() {
                 // SAFETY: AVX2 and FMA were detected; the shape was checked above.
                 return unsafe {
-                    crate::engine::fused::cpu::simd::seed_relu_mse(params, data, batch, job.first, job.last, scale)
+                    crate::engine::fused::cpu::simd::seed_relu_mse(
+                        params, data, batch, job.first, job.last, scale,
+                    )
                 };
             }
             #[cfg(target_arch = "x86_64")]

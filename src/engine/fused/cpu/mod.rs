@@ -7,10 +7,10 @@ pub mod kernel;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;
 
-use crate::engine::fused::optim::FlatOptimizer;
 use crate::batches::Batch;
 use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
+use crate::engine::fused::optim::FlatOptimizer;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
@@ -66,7 +66,7 @@ impl StepEngine for CpuFused {
     fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
         let denom = (count * self.data.outputs) as f32;
         let m = &self.cfg.model;
-        let (l, g) = cpu_kernel::loss_and_grad(
+        let (l, g) = kernel::loss_and_grad(
             &self.params,
             m.activation,
             self.cfg.loss,

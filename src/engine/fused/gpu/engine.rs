@@ -9,15 +9,15 @@
 //! The loss is read back only when the training loop asks for it. The
 //! launches themselves are in [`crate::engine::fused::gpu::launch`].
 
-use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
-use crate::engine::fused::gpu::launch::code_act;
-use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
-use crate::engine::fused::gpu::kernels::split::split_lanes;
-use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
-use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::batches::Batch;
 use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
+use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
+use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
+use crate::engine::fused::gpu::kernels::split::split_lanes;
+use crate::engine::fused::gpu::kernels::tiled::tile_points;
+use crate::engine::fused::gpu::launch::code_act;
+use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;

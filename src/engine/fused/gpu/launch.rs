@@ -3,11 +3,11 @@
 //! reduction and optimizer step, zeroing the carried gradient; and the codes
 //! the kernels take for activation, loss and optimizer.
 
-use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
+use crate::config::{Activation, Loss, OptimizerKind};
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
+use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
-use crate::config::{Activation, Loss, OptimizerKind};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 

@@ -9,12 +9,12 @@
 //! tried). The answer is cached per device and parameter count (registers). A device where
 //! even one cube fails (or the probe panics) keeps the two-launch path.
 
-use crate::engine::fused::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
-use crate::engine::fused::gpu::launch::{code_act, code_loss, code_opt};
+use crate::config::TrainConfig;
 use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps, PLAN_F, PLAN_U};
+use crate::engine::fused::gpu::launch::{code_act, code_loss, code_opt};
+use crate::engine::fused::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
-use crate::config::TrainConfig;
 use crate::task::Dataset;
 use cubecl::prelude::*;
 use cubecl::server::Handle;

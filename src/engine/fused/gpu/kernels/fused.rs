@@ -25,8 +25,8 @@ use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::cube_gradient;
 use cubecl::prelude::*;
 
-pub use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
 pub use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
+pub use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
 
 /// Forward, loss and backward over `count` points; per-cube partial sums out.
 #[cube(launch)]
