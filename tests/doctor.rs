@@ -90,7 +90,7 @@ common::per_device! {
 common::per_device! {
     fn a_device_that_drops_updates_fails_check_1(t) {
         let f = checks::parameters_update(&Fake {
-            real: &t,
+            real: t,
             fault: Fault::NoUpdate,
         });
         assert_eq!(f.severity, Severity::Fail, "{}: {f:?}", t.label());
@@ -101,7 +101,7 @@ common::per_device! {
 common::per_device! {
     fn a_device_with_an_off_gradient_fails_check_2(t) {
         let f = checks::gradients(&Fake {
-            real: &t,
+            real: t,
             fault: Fault::GradientOff,
         });
         assert_eq!(f.severity, Severity::Fail, "{}: {f:?}", t.label());

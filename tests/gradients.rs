@@ -133,7 +133,7 @@ common::per_device! {
             let data = random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             let g =
-                gradient(&target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
+                gradient(target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
             let g: Vec<f64> = g.into_iter().map(f64::from).collect();
             let e = rel_err(&g, &ref_grad);
             // On CUDA >= 12.8 CubeCL lets Burn's activations use reduced-precision
@@ -300,7 +300,7 @@ common::per_gpu! {
                 Batch::Range(0, n),
                 Batch::Indices((0..n as u32).rev().collect()),
             ] {
-                let g = gradient(&target, &cfg, EngineKind::Fused, &p, &data, &batch);
+                let g = gradient(target, &cfg, EngineKind::Fused, &p, &data, &batch);
                 let g: Vec<f64> = g.into_iter().map(f64::from).collect();
                 let e = rel_err(&g, &ref_grad);
                 assert!(

@@ -40,7 +40,7 @@ common::per_device! {
             let init = Params::init(&cfg.model, cfg.seed);
             let data = Task::X2Noise.generate(cfg.n, cfg.seed);
             let one =
-                common::train_from(&t, &cfg, EngineKind::Fused, init.clone(), Some(data.clone()))
+                common::train_from(t, &cfg, EngineKind::Fused, init.clone(), Some(data.clone()))
                     .unwrap();
             let r = Trainer::replicas(cfg.clone(), vec![t.clone(), t.clone()])
                 .init(init)

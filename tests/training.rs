@@ -47,7 +47,7 @@ common::per_device! {
                 let init = Params::init(&cfg.model, cfg.seed);
                 let data = Task::X2Noise.generate(cfg.n, cfg.seed);
                 let what = format!("{} {engine:?} {opt:?}", target.label());
-                let r = train_from(&target, &cfg, engine, init.clone(), Some(data))
+                let r = train_from(target, &cfg, engine, init.clone(), Some(data))
                     .expect(&what);
                 assert_every_tensor_moved(&init, &r.params, &what);
                 let first = r.outcome.curve.first().unwrap().loss;
@@ -67,7 +67,7 @@ common::per_device! {
         let init = Params::init(&cfg.model, cfg.seed);
         let data = Task::X2Noise.generate(cfg.n, cfg.seed);
         let r = train_from(
-            &target,
+            target,
             &cfg,
             EngineKind::General,
             init.clone(),
@@ -176,7 +176,7 @@ fn agree_over_100_steps(target: &Target, cfg: TrainConfig) {
     )
     .unwrap();
     for engine in [EngineKind::General, EngineKind::Fused] {
-        let r = train_from(&target, &cfg, engine, init.clone(), Some(data.clone())).unwrap();
+        let r = train_from(target, &cfg, engine, init.clone(), Some(data.clone())).unwrap();
         assert_eq!(r.engine, engine);
         // Burn's GPU kernels sum in another order than the fused engine, and
         // Adam's normalisation amplifies it: 1.05e-3 was measured on an H200
@@ -218,7 +218,7 @@ common::per_device! {
             ..adam40()
         };
         for engine in [EngineKind::Fused, EngineKind::General] {
-            let (_, r) = fit(&target, &cfg, engine);
+            let (_, r) = fit(target, &cfg, engine);
             let (first, last) = (r.outcome.curve[0].loss, r.outcome.final_loss);
             assert!(
                 last < 0.5 * first,

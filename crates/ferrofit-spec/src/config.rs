@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
 /// Hidden-layer activation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {
     Relu,
@@ -19,7 +19,7 @@ pub enum Activation {
 }
 
 /// Training loss (mean over points and outputs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Loss {
     Mse,
@@ -29,7 +29,7 @@ pub enum Loss {
 }
 
 /// Optimizer; all use f32 master weights.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
     Sgd,
@@ -40,7 +40,7 @@ pub enum OptimizerKind {
 }
 
 /// Learning-rate schedule over the run's optimizer steps.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Schedule {
     Constant,
@@ -51,7 +51,7 @@ pub enum Schedule {
 }
 
 /// Compute precision. Weights and optimizer state stay f32 in every mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
     F32,
@@ -60,7 +60,7 @@ pub enum Precision {
 }
 
 /// Which engine trains the model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     /// Fused when the model fits its envelope, general otherwise.

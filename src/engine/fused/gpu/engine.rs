@@ -16,7 +16,7 @@ use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
-use crate::engine::fused::gpu::launch::code_act;
+use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
@@ -40,7 +40,6 @@ const TILED_PARTIALS: usize = 1 << 24;
 pub struct GpuFused<R: Runtime> {
     pub(crate) client: ComputeClient<R>,
     pub(crate) cfg: TrainConfig,
-    pub(crate) hidden: usize,
     pub(crate) np: usize,
     pub(crate) n: usize,
     pub(crate) x: Handle,
@@ -122,14 +121,7 @@ impl<R: Runtime> GpuFused<R> {
         let m = &cfg.model;
         let tile = (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
             let shared = client.properties().hardware.max_shared_memory_size;
-            tile_points(
-                inputs,
-                hidden,
-                m.layers,
-                outputs,
-                code_act(m.activation),
-                shared,
-            )
+            tile_points(&Shape::of(cfg), shared)
         });
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
@@ -147,7 +139,6 @@ impl<R: Runtime> GpuFused<R> {
             loss_out: client.create_from_slice(pod_bytes(&[f32::NAN, 0.0])),
             client,
             cfg: cfg.clone(),
-            hidden,
             np,
             n: data.len(),
             pending: None,

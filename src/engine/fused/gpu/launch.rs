@@ -1,11 +1,11 @@
 //! The fused GPU engine's kernel launches ([`GpuFused`]'s buffers into
 //! CubeCL's `launch` calls): the gradient pass (per-point or tiled), the
-//! reduction and optimizer step, zeroing the carried gradient; and the codes
-//! the kernels take for activation, loss and optimizer.
+//! reduction and optimizer step, zeroing the carried gradient. Every gradient
+//! kernel is compiled for the engine's [`Shape`] and [`Pass`].
 
-use crate::config::{Activation, Loss, OptimizerKind};
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
 use cubecl::prelude::*;
@@ -13,33 +13,6 @@ use cubecl::server::Handle;
 
 /// Tiles each cube of the tiled kernel takes, at least, before more cubes are launched.
 const TILES_PER_CUBE: usize = 4;
-
-pub(crate) fn code_act(a: Activation) -> u32 {
-    match a {
-        Activation::Relu => 0,
-        Activation::Tanh => 1,
-        Activation::Sigmoid => 2,
-        Activation::Silu => 3,
-        Activation::Gelu => 4,
-    }
-}
-
-pub(crate) fn code_loss(l: Loss) -> u32 {
-    match l {
-        Loss::Mse => 0,
-        Loss::L1 => 1,
-        Loss::Huber => 2,
-    }
-}
-
-pub(crate) fn code_opt(o: OptimizerKind) -> u32 {
-    match o {
-        OptimizerKind::Sgd => 0,
-        OptimizerKind::Momentum => 1,
-        OptimizerKind::Adam => 2,
-        OptimizerKind::Adamw => 3,
-    }
-}
 
 impl<R: Runtime> GpuFused<R> {
     /// Reduces pending partials; with `apply`, also steps the optimizer.
@@ -68,10 +41,22 @@ impl<R: Runtime> GpuFused<R> {
                 b2,
                 u32::from(self.step == 1),
                 np,
-                code_opt(self.cfg.optimizer),
+                self.cfg.optimizer,
                 u32::from(apply),
             )
         };
+    }
+
+    /// How this engine's kernels run a pass, over an index list or not.
+    pub(crate) fn pass(&self, use_idx: bool) -> Pass {
+        Pass {
+            use_idx,
+            plane: self.plane,
+            scratch: self.scratch,
+            ahead: self.ahead,
+            lanes: self.lanes,
+            tile: self.tile.unwrap_or(0),
+        }
     }
 
     /// Zeroes the carried gradient in place. A fresh buffer a step (as
@@ -148,16 +133,8 @@ impl<R: Runtime> GpuFused<R> {
             start as u32,
             len as u32,
             scale,
-            self.cfg.model.inputs,
-            self.hidden,
-            self.cfg.model.outputs,
-            code_act(self.cfg.model.activation),
-            code_loss(self.cfg.loss),
-            use_idx,
-            self.plane,
-            self.scratch,
-            self.ahead,
-            self.lanes,
+            Shape::of(&self.cfg),
+            self.pass(use_idx),
         );
         self.pending = Some(cubes as u32);
     }
@@ -174,7 +151,6 @@ impl<R: Runtime> GpuFused<R> {
         let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
         let use_idx = idx.is_some();
         let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
-        let m = &self.cfg.model;
         tiled_grad::launch::<f32, R>(
             &self.client,
             CubeCount::Static(cubes as u32, 1, 1),
@@ -187,15 +163,11 @@ impl<R: Runtime> GpuFused<R> {
             start as u32,
             len as u32,
             scale,
-            m.inputs,
-            m.hidden,
-            m.layers,
-            m.outputs,
-            code_act(m.activation),
-            code_loss(self.cfg.loss),
-            use_idx,
-            self.plane,
-            tile,
+            Shape::of(&self.cfg),
+            Pass {
+                tile,
+                ..self.pass(use_idx)
+            },
         );
         self.pending = Some(cubes as u32);
     }

@@ -3,6 +3,8 @@
 //!
 //! - `engine`: [`GpuFused`], the device buffers and the [`crate::engine::StepEngine`] /
 //!   [`crate::engine::FlatEngine`] implementation;
+//! - `shape`: [`shape::Shape`] and [`shape::Pass`], the comptime values every kernel is
+//!   compiled for;
 //! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
 //! - `steps`: the host side of the persistent kernel (queued full-batch steps,
 //!   the per-device grid probe);
@@ -13,6 +15,7 @@
 mod engine;
 pub mod kernels;
 pub mod launch;
+pub mod shape;
 pub mod steps;
 
 pub use engine::*;

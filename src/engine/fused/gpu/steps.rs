@@ -12,7 +12,7 @@
 use crate::config::TrainConfig;
 use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps, PLAN_F, PLAN_U};
-use crate::engine::fused::gpu::launch::{code_act, code_loss, code_opt};
+use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
 use crate::task::Dataset;
@@ -204,16 +204,9 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
             p.epoch,
             spin_limit,
             cfg.weight_decay as f32,
-            cfg.model.inputs,
-            engine.hidden,
-            cfg.model.outputs,
-            code_act(cfg.model.activation),
-            code_loss(cfg.loss),
-            code_opt(cfg.optimizer),
-            engine.plane,
-            engine.scratch,
-            engine.ahead,
-            engine.lanes,
+            Shape::of(cfg),
+            // The persistent kernel walks ranges only.
+            engine.pass(false),
         )
     };
     p.epoch = p.epoch.wrapping_add(steps as u32);

@@ -21,8 +21,10 @@
 //! and outputs, at most [`MAX_GPU_PARAMS`] parameters, f32. Wide layers share
 //! each point between several units ([`crate::engine::fused::gpu::kernels::split`]).
 
+use crate::config::OptimizerKind;
 use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::cube_gradient;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 pub use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
@@ -40,17 +42,13 @@ pub fn fused_grad<F: Float + CubeElement>(
     start: u32,
     count: u32,
     scale: F,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] use_idx: bool,
-    #[comptime] plane: bool,
-    #[comptime] scratch: usize,
-    #[comptime] ahead: usize,
-    #[comptime] lanes: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let scratch = comptime!(pass.scratch);
     let np = hidden * inputs + hidden + outputs * hidden + outputs;
     let width = np + 1;
     let mut w = SharedMemory::<F>::new(np);
@@ -76,15 +74,8 @@ pub fn fused_grad<F: Float + CubeElement>(
         ABSOLUTE_POS,
         stride,
         scale,
-        inputs,
-        hidden,
-        outputs,
-        act,
-        loss,
-        use_idx,
-        plane,
-        ahead,
-        lanes,
+        shape,
+        pass,
     );
     let mut unit = UNIT_POS as usize;
     while unit < width {
@@ -116,7 +107,7 @@ pub fn reduce_update<F: Float + CubeElement>(
     bias2: F,
     first: u32,
     #[comptime] np: usize,
-    #[comptime] opt: u32,
+    #[comptime] opt: OptimizerKind,
     apply: u32,
 ) {
     let t = UNIT_POS as usize;

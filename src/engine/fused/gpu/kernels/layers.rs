@@ -7,8 +7,10 @@
 //! value it loads serves several multiply-adds: the pass is bound by loads,
 //! not arithmetic (docs/PERFORMANCE.md, "Deep models").
 
-use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, keeps_z};
+use crate::config::Activation;
+use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
 use crate::engine::fused::gpu::kernels::tiled::stride;
+use crate::engine::fused::gpu::shape::keeps_z;
 use cubecl::prelude::*;
 
 /// b_u + Σ_k w[u, k]·a[t, k] for the layer whose weights start at `off` and
@@ -71,7 +73,7 @@ pub fn hidden_forward<F: Float>(
     #[comptime] tile: usize,
     #[comptime] in_w: usize,
     #[comptime] hidden: usize,
-    #[comptime] act: u32,
+    #[comptime] act: Activation,
 ) {
     let (si, sh) = comptime!((stride(in_w), stride(hidden)));
     let bt = comptime!(block_t(tile));
@@ -153,7 +155,7 @@ pub fn backward<F: Float>(
     #[comptime] tile: usize,
     #[comptime] in_w: usize,
     #[comptime] out_w: usize,
-    #[comptime] act: u32,
+    #[comptime] act: Activation,
     #[comptime] below: bool,
 ) {
     let (si, so) = comptime!((stride(in_w), stride(out_w)));

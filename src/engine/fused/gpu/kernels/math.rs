@@ -2,22 +2,24 @@
 //! with their derivatives, and the optimizer update of one parameter — the
 //! same rules as the CPU engine's `optim`.
 
+use crate::config::{Activation, Loss, OptimizerKind};
+use crate::engine::fused::gpu::shape::{is_adam, keeps_z};
 use cubecl::prelude::*;
 
-/// act(z). `act`: 0 relu, 1 tanh, 2 sigmoid, 3 silu, 4 gelu.
+/// act(z).
 #[cube]
-pub fn act_fwd<F: Float>(z: F, #[comptime] act: u32) -> F {
-    if act == 0 {
+pub fn act_fwd<F: Float>(z: F, #[comptime] act: Activation) -> F {
+    if comptime!(act == Activation::Relu) {
         if z > F::new(0.0) {
             z
         } else {
             F::new(0.0)
         }
-    } else if act == 1 {
+    } else if comptime!(act == Activation::Tanh) {
         F::tanh(z)
-    } else if act == 2 {
+    } else if comptime!(act == Activation::Sigmoid) {
         F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z))
-    } else if act == 3 {
+    } else if comptime!(act == Activation::Silu) {
         z / (F::new(1.0) + F::exp(F::new(0.0) - z))
     } else {
         F::new(0.5) * z * (F::new(1.0) + F::erf(z * F::new(0.70710677)))
@@ -26,20 +28,20 @@ pub fn act_fwd<F: Float>(z: F, #[comptime] act: u32) -> F {
 
 /// d act(z) / dz.
 #[cube]
-pub fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
-    if act == 0 {
+pub fn act_bwd<F: Float>(z: F, #[comptime] act: Activation) -> F {
+    if comptime!(act == Activation::Relu) {
         if z > F::new(0.0) {
             F::new(1.0)
         } else {
             F::new(0.0)
         }
-    } else if act == 1 {
+    } else if comptime!(act == Activation::Tanh) {
         let t = F::tanh(z);
         F::new(1.0) - t * t
-    } else if act == 2 {
+    } else if comptime!(act == Activation::Sigmoid) {
         let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
         s * (F::new(1.0) - s)
-    } else if act == 3 {
+    } else if comptime!(act == Activation::Silu) {
         let s = F::new(1.0) / (F::new(1.0) + F::exp(F::new(0.0) - z));
         s * (F::new(1.0) + z * (F::new(1.0) - s))
     } else {
@@ -48,35 +50,30 @@ pub fn act_bwd<F: Float>(z: F, #[comptime] act: u32) -> F {
     }
 }
 
-/// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).
-pub fn keeps_z(act: u32) -> bool {
-    act >= 3
-}
-
 /// d act / dz from the stored value `v`: z when [`keeps_z`], else act(z).
 #[cube]
-pub fn act_bwd_at<F: Float>(v: F, #[comptime] act: u32) -> F {
+pub fn act_bwd_at<F: Float>(v: F, #[comptime] act: Activation) -> F {
     if comptime!(keeps_z(act)) {
         act_bwd::<F>(v, act)
-    } else if act == 0 {
+    } else if comptime!(act == Activation::Relu) {
         if v > F::new(0.0) {
             F::new(1.0)
         } else {
             F::new(0.0)
         }
-    } else if act == 1 {
+    } else if comptime!(act == Activation::Tanh) {
         F::new(1.0) - v * v
     } else {
         v * (F::new(1.0) - v)
     }
 }
 
-/// Loss of residual r. `loss`: 0 mse, 1 l1, 2 huber (delta 1).
+/// Loss of residual r (Huber with delta 1).
 #[cube]
-pub fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {
-    if loss == 0 {
+pub fn loss_value<F: Float>(r: F, #[comptime] loss: Loss) -> F {
+    if comptime!(loss == Loss::Mse) {
         r * r
-    } else if loss == 1 {
+    } else if comptime!(loss == Loss::L1) {
         F::abs(r)
     } else {
         let a = F::abs(r);
@@ -90,10 +87,10 @@ pub fn loss_value<F: Float>(r: F, #[comptime] loss: u32) -> F {
 
 /// d loss / d prediction.
 #[cube]
-pub fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
-    if loss == 0 {
+pub fn loss_grad<F: Float>(r: F, #[comptime] loss: Loss) -> F {
+    if comptime!(loss == Loss::Mse) {
         F::new(2.0) * r
-    } else if loss == 1 {
+    } else if comptime!(loss == Loss::L1) {
         if r > F::new(0.0) {
             F::new(1.0)
         } else if r < F::new(0.0) {
@@ -107,18 +104,17 @@ pub fn loss_grad<F: Float>(r: F, #[comptime] loss: u32) -> F {
 }
 
 /// First moment after a step with gradient `g` (momentum: the velocity).
-/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw.
 #[cube]
-pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: u32) -> F {
+pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: OptimizerKind) -> F {
     let mut out = m;
-    if opt == 1 {
+    if comptime!(opt == OptimizerKind::Momentum) {
         out = g + wd * p;
         if !first {
             out += F::new(0.9) * m;
         }
-    } else if opt >= 2 {
+    } else if comptime!(is_adam(opt)) {
         let mut gg = g;
-        if opt == 2 {
+        if comptime!(opt == OptimizerKind::Adam) {
             gg = g + wd * p;
         }
         out = F::new(0.9) * m + F::new(0.1) * gg;
@@ -128,11 +124,11 @@ pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: u3
 
 /// Second moment after a step with gradient `g` (Adam, AdamW).
 #[cube]
-pub fn new_v<F: Float>(p: F, g: F, v: F, wd: F, #[comptime] opt: u32) -> F {
+pub fn new_v<F: Float>(p: F, g: F, v: F, wd: F, #[comptime] opt: OptimizerKind) -> F {
     let mut out = v;
-    if opt >= 2 {
+    if comptime!(is_adam(opt)) {
         let mut gg = g;
-        if opt == 2 {
+        if comptime!(opt == OptimizerKind::Adam) {
             gg = g + wd * p;
         }
         out = F::new(0.999) * v + F::new(0.001) * gg * gg;
@@ -152,15 +148,15 @@ pub fn new_p<F: Float>(
     wd: F,
     bias1: F,
     bias2: F,
-    #[comptime] opt: u32,
+    #[comptime] opt: OptimizerKind,
 ) -> F {
     let mut out = p - lr * (g + wd * p);
-    if opt == 1 {
+    if comptime!(opt == OptimizerKind::Momentum) {
         out = p - lr * m;
-    } else if opt >= 2 {
+    } else if comptime!(is_adam(opt)) {
         let update = (m / bias1) / (F::sqrt(v / bias2) + F::new(0.00000001));
         let mut decayed = p;
-        if opt == 3 {
+        if comptime!(opt == OptimizerKind::Adamw) {
             decayed = p * (F::new(1.0) - lr * wd);
         }
         out = decayed - lr * update;

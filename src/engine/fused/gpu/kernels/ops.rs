@@ -4,8 +4,10 @@
 //! definition each, so the two-launch and the persistent kernels cannot drift
 //! apart.
 
+use crate::config::{Activation, Loss};
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::split::split_gradient;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Units per cube of the fused kernels (a power of two, for the tree reductions).
@@ -85,14 +87,16 @@ pub fn point_pass<F: Float>(
     count: u32,
     first: usize,
     stride: usize,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] use_idx: bool,
-    #[comptime] ahead: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let act = comptime!(shape.act);
+    let loss = comptime!(shape.loss);
+    let use_idx = comptime!(pass.use_idx);
+    let ahead = comptime!(pass.ahead);
     // Small models' weights move to registers once per pass: every point
     // reads each of them twice, and shared-memory loads would outnumber the
     // arithmetic. Wide ones stay in shared memory (copies would spill).
@@ -170,8 +174,8 @@ fn point_grad<F: Float>(
     #[comptime] inputs: usize,
     #[comptime] hidden: usize,
     #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
+    #[comptime] act: Activation,
+    #[comptime] loss: Loss,
     #[comptime] regs: bool,
 ) {
     let ob1 = hidden * inputs;
@@ -349,20 +353,17 @@ pub fn cube_gradient<F: Float>(
     first: usize,
     stride: usize,
     scale: F,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] use_idx: bool,
-    #[comptime] plane: bool,
-    #[comptime] ahead: usize,
-    #[comptime] lanes: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let plane = comptime!(pass.plane);
+    let lanes = comptime!(pass.lanes);
     if lanes > 1 {
         split_gradient::<F>(
-            x, y, idx, w, row, start, count, first, stride, scale, inputs, hidden, outputs, act,
-            loss, use_idx, plane, lanes,
+            x, y, idx, w, row, start, count, first, stride, scale, shape, pass,
         );
     } else {
         let width = hidden * inputs + hidden + outputs * hidden + outputs + 1;
@@ -372,8 +373,7 @@ pub fn cube_gradient<F: Float>(
             acc[j] = F::new(0.0);
         }
         point_pass::<F>(
-            x, y, idx, w, &mut acc, start, count, first, stride, inputs, hidden, outputs, act,
-            loss, use_idx, ahead,
+            x, y, idx, w, &mut acc, start, count, first, stride, shape, pass,
         );
         cube_rows::<F>(&acc, scale, red, row, width, plane);
     }

@@ -31,6 +31,7 @@
 
 use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::{cube_gradient, cube_sum};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Fields per step in the `plan_f` argument: lr, bias1, bias2, scale, first.
@@ -93,17 +94,15 @@ pub fn fused_steps<F: Float + CubeElement>(
     epoch: u32,
     spin_limit: u32,
     wd: F,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] opt: u32,
-    #[comptime] plane: bool,
-    #[comptime] scratch: usize,
-    #[comptime] ahead: usize,
-    #[comptime] lanes: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let opt = comptime!(shape.opt);
+    let plane = comptime!(pass.plane);
+    let scratch = comptime!(pass.scratch);
     let np = hidden * inputs + hidden + outputs * hidden + outputs;
     let width = np + 1;
     let t = UNIT_POS as usize;
@@ -151,15 +150,8 @@ pub fn fused_steps<F: Float + CubeElement>(
             ABSOLUTE_POS,
             cubes * units,
             plan_f[PLAN_F * su + 3],
-            inputs,
-            hidden,
-            outputs,
-            act,
-            loss,
-            false,
-            plane,
-            ahead,
-            lanes,
+            shape,
+            pass,
         );
         let mut q = t;
         while q < width {

@@ -19,6 +19,7 @@
 //! every lane of a plane reaches each shuffle together.
 
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Registers a lane may spend on its weights, accumulators and activations
@@ -75,15 +76,17 @@ pub fn split_gradient<F: Float>(
     first: usize,
     stride: usize,
     scale: F,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] use_idx: bool,
-    #[comptime] plane: bool,
-    #[comptime] lanes: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let act = comptime!(shape.act);
+    let loss = comptime!(shape.loss);
+    let use_idx = comptime!(pass.use_idx);
+    let plane = comptime!(pass.plane);
+    let lanes = comptime!(pass.lanes);
     let units = hidden.div_ceil(lanes);
     // Global layout (`Params::flatten`) and this lane's register layout.
     let ob1 = hidden * inputs;

@@ -23,9 +23,11 @@
 //!
 //! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
 
+use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::layers::{backward, dense, hidden_forward};
-use crate::engine::fused::gpu::kernels::math::{keeps_z, loss_grad, loss_value};
+use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
 use cubecl::prelude::*;
 
 /// Largest tile: past it, bigger tiles only add idle tail work.
@@ -48,7 +50,7 @@ pub fn stride(width: usize) -> usize {
 
 /// Rows each hidden layer keeps per point: `a`, or `z` and `a` for `act`s
 /// whose derivative needs z ([`keeps_z`]).
-fn hidden_rows(act: u32) -> usize {
+fn hidden_rows(act: Activation) -> usize {
     if keeps_z(act) {
         2
     } else {
@@ -58,22 +60,15 @@ fn hidden_rows(act: u32) -> usize {
 
 /// Shared-memory values one point of a tile needs: inputs, every hidden
 /// layer's rows, output deltas (each row padded to an odd stride).
-pub fn tile_values(inputs: usize, hidden: usize, layers: usize, outputs: usize, act: u32) -> usize {
-    stride(inputs) + hidden_rows(act) * layers * stride(hidden) + stride(outputs)
+pub fn tile_values(s: &Shape) -> usize {
+    stride(s.inputs) + hidden_rows(s.act) * s.layers * stride(s.hidden) + stride(s.outputs)
 }
 
 /// Points a tile holds on a device with `max_shared` bytes of shared memory
 /// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for one point).
-pub fn tile_points(
-    inputs: usize,
-    hidden: usize,
-    layers: usize,
-    outputs: usize,
-    act: u32,
-    max_shared: usize,
-) -> usize {
+pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
     let values = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES) / 4;
-    let t = (values - LOSS_SCRATCH) / tile_values(inputs, hidden, layers, outputs, act);
+    let t = (values - LOSS_SCRATCH) / tile_values(s);
     t.clamp(1, MAX_TILE)
 }
 
@@ -91,21 +86,23 @@ pub fn tiled_grad<F: Float + CubeElement>(
     start: u32,
     count: u32,
     scale: F,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] layers: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: u32,
-    #[comptime] loss: u32,
-    #[comptime] use_idx: bool,
-    #[comptime] plane: bool,
-    #[comptime] tile: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let layers = comptime!(shape.layers);
+    let outputs = comptime!(shape.outputs);
+    let act = comptime!(shape.act);
+    let loss = comptime!(shape.loss);
+    let use_idx = comptime!(pass.use_idx);
+    let plane = comptime!(pass.plane);
+    let tile = comptime!(pass.tile);
     let np = comptime!(layer_offset(inputs, hidden, layers) + outputs * hidden + outputs);
     let units = CUBE_DIM as usize;
     let unit = UNIT_POS as usize;
     let row = CUBE_POS * (np + 1);
-    let per = comptime!(tile_values(inputs, hidden, layers, outputs, act));
+    let per = comptime!(tile_values(&shape));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
     let si = comptime!(stride(inputs));
@@ -274,24 +271,39 @@ mod tests {
     use super::*;
     use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
 
+    use crate::config::{Loss, OptimizerKind};
+
+    fn shape(io: usize, hidden: usize, layers: usize, act: Activation) -> Shape {
+        Shape {
+            inputs: io,
+            hidden,
+            layers,
+            outputs: io,
+            act,
+            loss: Loss::Mse,
+            opt: OptimizerKind::Sgd,
+        }
+    }
+
     /// gelu keeps z and a: the widest rows.
-    const GELU: u32 = 4;
+    const GELU: Activation = Activation::Gelu;
+    const RELU: Activation = Activation::Relu;
 
     #[test]
     fn the_widest_model_fits_a_point_in_the_smallest_shared_memory() {
-        let per = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU);
+        let per = tile_values(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, GELU));
         assert!(LOSS_SCRATCH + per <= WEBGPU_SHARED_BYTES / 4);
-        let relu = tile_values(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, 0);
+        let relu = tile_values(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, RELU));
         assert!(relu < per, "relu keeps one row a hidden layer");
         assert_eq!(
-            tile_points(MAX_IO, MAX_HIDDEN, MAX_LAYERS, MAX_IO, GELU, 0),
+            tile_points(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, GELU), 0),
             (WEBGPU_SHARED_BYTES / 4 - LOSS_SCRATCH) / per
         );
     }
 
     #[test]
     fn small_models_take_the_largest_tile() {
-        assert_eq!(tile_points(1, 10, 2, 1, 0, 1 << 20), MAX_TILE);
-        assert!(tile_points(1, 64, 3, 1, GELU, 1 << 20) < MAX_TILE);
+        assert_eq!(tile_points(&shape(1, 10, 2, RELU), 1 << 20), MAX_TILE);
+        assert!(tile_points(&shape(1, 64, 3, GELU), 1 << 20) < MAX_TILE);
     }
 }

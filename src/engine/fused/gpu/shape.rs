@@ -1,0 +1,69 @@
+//! What a fused GPU kernel is compiled for, as two comptime values every
+//! kernel takes: [`Shape`] (the model and its training rule — typed
+//! activation, loss and optimizer, the layer sizes) and [`Pass`] (how this
+//! device runs a pass: plane reductions, scratch, loads ahead, lanes, tile).
+//! CubeCL compiles one kernel per distinct pair, so a field here is a
+//! specialisation, not a branch at run time.
+
+use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
+
+/// The model a kernel trains and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub inputs: usize,
+    /// Width of every hidden layer.
+    pub hidden: usize,
+    /// Number of hidden layers.
+    pub layers: usize,
+    pub outputs: usize,
+    pub act: Activation,
+    pub loss: Loss,
+    pub opt: OptimizerKind,
+}
+
+impl Shape {
+    /// The shape of `cfg`'s model and training rule.
+    pub fn of(cfg: &TrainConfig) -> Shape {
+        Shape {
+            inputs: cfg.model.inputs,
+            hidden: cfg.model.hidden,
+            layers: cfg.model.layers,
+            outputs: cfg.model.outputs,
+            act: cfg.model.activation,
+            loss: cfg.loss,
+            opt: cfg.optimizer,
+        }
+    }
+
+    /// Parameters of a one-hidden-layer model of this shape.
+    pub fn one_layer_params(&self) -> usize {
+        self.hidden * self.inputs + self.hidden + self.outputs * self.hidden + self.outputs
+    }
+}
+
+/// How a kernel runs its pass on this device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Pass {
+    /// Points come from an index list rather than a range.
+    pub use_idx: bool,
+    /// Reductions use plane (warp, subgroup) sums.
+    pub plane: bool,
+    /// Shared-memory scratch of the reductions, in values.
+    pub scratch: usize,
+    /// Points a unit loads at once.
+    pub ahead: usize,
+    /// Units sharing each point (1: one unit per point).
+    pub lanes: usize,
+    /// Points per tile (the tiled kernel).
+    pub tile: usize,
+}
+
+/// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).
+pub fn keeps_z(act: Activation) -> bool {
+    matches!(act, Activation::Silu | Activation::Gelu)
+}
+
+/// Whether the optimizer keeps Adam's two moments.
+pub fn is_adam(opt: OptimizerKind) -> bool {
+    matches!(opt, OptimizerKind::Adam | OptimizerKind::Adamw)
+}
