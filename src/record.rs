@@ -1,28 +1,34 @@
 //! The JSON record of a run: configuration, device, engine, versions, loss
-//! curve and timings — enough to repeat it and to compare it.
+//! curve and timings — enough to repeat it and to compare it. Records are
+//! written and read back typed (`report`, a resumed run), so a file that does
+//! not fit is an error naming the field.
 
 use crate::backend::devices::DeviceInfo;
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::run::TrainOutcome;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Versions of what produced a run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Versions {
-    pub ferrofit: &'static str,
-    pub burn: &'static str,
-    pub cubecl: &'static str,
+    pub ferrofit: String,
+    pub burn: String,
+    pub cubecl: String,
 }
 
-/// The versions compiled into this binary.
-pub const VERSIONS: Versions = Versions {
-    ferrofit: env!("CARGO_PKG_VERSION"),
-    burn: env!("FERROFIT_BURN_VERSION"),
-    cubecl: env!("FERROFIT_CUBECL_VERSION"),
-};
+impl Versions {
+    /// The versions compiled into this binary.
+    pub fn current() -> Versions {
+        Versions {
+            ferrofit: env!("CARGO_PKG_VERSION").into(),
+            burn: env!("FERROFIT_BURN_VERSION").into(),
+            cubecl: env!("FERROFIT_CUBECL_VERSION").into(),
+        }
+    }
+}
 
 /// Everything about one `ferrofit train` run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
     pub backend: String,
     pub device: DeviceInfo,
@@ -42,10 +48,10 @@ pub struct RunRecord {
     pub versions: Versions,
     pub loss_curve: Vec<crate::engine::run::LossPoint>,
     /// Mean loss on the held-out rows of `--csv` data (standardised units).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_loss: Option<f64>,
     /// Column names and standardisation of `--csv` data.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalization: Option<crate::userdata::Normalization>,
 }
 
@@ -74,7 +80,7 @@ impl RunRecord {
             skipped_steps: o.skipped_steps,
             parameters: cfg.model.parameter_count(),
             config: cfg.clone(),
-            versions: VERSIONS,
+            versions: Versions::current(),
             loss_curve: o.curve,
             validation_loss: None,
             normalization: None,

@@ -199,3 +199,39 @@ fn hostile_strings_in_a_record_come_out_as_text() {
     assert_eq!(code, 2);
     assert!(e.contains("not a ferrofit record"), "{e}");
 }
+
+#[test]
+fn an_edited_run_record_is_refused_with_the_field_named() {
+    let dir = common::fresh_dir("report-edited");
+    let run = dir.join("run");
+    let (code, _, e) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "5",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    let path = run.join("run.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["final_loss"] = serde_json::Value::String("low".into());
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    let out = dir.join("report.html");
+    let (code, _, e) = ferrofit(&[
+        "report",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0, "an edited record must be refused");
+    assert!(
+        e.contains("run.json") && e.contains("final_loss"),
+        "the error names the file and the field: {e}"
+    );
+    assert!(!out.exists(), "no page is written from a bad record");
+}

@@ -3,10 +3,10 @@
 //! an empty list plus a note.
 
 use super::device::Api;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Broad class of a device, in `auto`'s order of preference.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceClass {
     Discrete,
@@ -18,7 +18,7 @@ pub enum DeviceClass {
 }
 
 /// One device as `ferrofit devices` shows it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// `cpu`, `cuda`, or the wgpu API (`vulkan`, `dx12`, `metal`, `gl`).
     pub api: Api,
@@ -38,7 +38,7 @@ pub struct DeviceInfo {
 }
 
 /// Everything found, plus notes on what could not be probed.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Inventory {
     pub devices: Vec<DeviceInfo>,
     pub notes: Vec<String>,

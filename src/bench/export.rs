@@ -7,12 +7,12 @@ use crate::backend::devices::Inventory;
 use crate::config::TrainConfig;
 use crate::error::Result;
 use crate::io::write_atomic;
-use crate::record::{Versions, VERSIONS};
-use serde::Serialize;
+use crate::record::Versions;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// Everything a bench produced.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchRecord {
     pub config: TrainConfig,
     pub reps: usize,
@@ -31,7 +31,7 @@ impl BenchRecord {
             reps,
             baseline,
             adapters,
-            versions: VERSIONS,
+            versions: Versions::current(),
             rows: vec![],
             skipped: vec![],
         }

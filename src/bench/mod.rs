@@ -10,11 +10,11 @@ pub mod plot;
 pub mod stats;
 
 use crate::engine::run::LossPoint;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use stats::Summary;
 
 /// One row of the bench table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchRow {
     /// `ferrofit fused`, `ferrofit general`, `torch eager`, `jax jit`, ...
     pub name: String,
@@ -45,7 +45,7 @@ pub struct BenchRow {
 }
 
 /// A row that could not run, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Skipped {
     pub name: String,
     pub backend: String,

@@ -1,10 +1,10 @@
 //! Statistics a benchmarker trusts: median, mean ± σ, min … max, percentiles,
 //! coefficient of variation, and relative speed with σ propagated.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Summary of a set of timings (seconds).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     pub runs: usize,
     pub median: f64,

@@ -4,9 +4,8 @@
 use crate::backend::devices::Inventory;
 use crate::backend::select::{self, Target};
 use crate::backend::BackendKind;
-use crate::doctor::{checks, Finding, Severity};
+use crate::doctor::{checks, DeviceReport, DoctorRecord, Severity};
 use clap::Args;
-use serde::Serialize;
 
 /// Arguments of `doctor`.
 #[derive(Args, Debug)]
@@ -23,13 +22,6 @@ pub struct DoctorArgs {
     /// Print one JSON object instead of the report.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Serialize)]
-struct DeviceReport {
-    backend: String,
-    device: crate::backend::devices::DeviceInfo,
-    findings: Vec<Finding>,
 }
 
 /// Runs `doctor`; returns an error (exit 2) on bad arguments, exits 1 on a failed check.
@@ -70,9 +62,11 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "notes": inv.notes, "devices": reports, "failed": failed })
-            )?
+            serde_json::to_string_pretty(&DoctorRecord {
+                notes: inv.notes.clone(),
+                devices: reports,
+                failed,
+            })?
         );
     } else {
         for r in &reports {

@@ -11,7 +11,7 @@ use crate::config::{EngineKind, TrainConfig};
 use crate::model::Params;
 use crate::task::Dataset;
 use crate::trainer::{RunResult, Trainer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the checks examine: a device that trains and computes gradients. The
 /// real one is a [`Target`]; tests use broken fakes to prove the checks catch them.
@@ -61,7 +61,7 @@ impl Subject for Target {
 }
 
 /// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Pass,
@@ -70,9 +70,9 @@ pub enum Severity {
 }
 
 /// One check's outcome on one device.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
-    pub check: &'static str,
+    pub check: String,
     pub severity: Severity,
     /// What was measured.
     pub detail: String,
@@ -84,7 +84,7 @@ impl Finding {
     /// A passing finding.
     pub fn pass(check: &'static str, detail: String) -> Self {
         Finding {
-            check,
+            check: check.into(),
             severity: Severity::Pass,
             detail,
             fix: None,
@@ -94,10 +94,27 @@ impl Finding {
     /// A warning or failure with its fix.
     pub fn bad(check: &'static str, severity: Severity, detail: String, fix: &str) -> Self {
         Finding {
-            check,
+            check: check.into(),
             severity,
             detail,
             fix: Some(fix.into()),
         }
     }
+}
+
+/// One device's findings, as `doctor --json` writes them.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeviceReport {
+    pub backend: String,
+    pub device: crate::backend::devices::DeviceInfo,
+    pub findings: Vec<Finding>,
+}
+
+/// What `doctor --json` writes: every device checked, and what could not be probed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DoctorRecord {
+    #[serde(default)]
+    pub notes: Vec<String>,
+    pub devices: Vec<DeviceReport>,
+    pub failed: bool,
 }

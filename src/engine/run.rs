@@ -7,12 +7,12 @@ use crate::batches::BatchPlan;
 use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
 use crate::schedule::lr_at;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// A point on the loss curve.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LossPoint {
     pub step: usize,
     pub loss: f64,

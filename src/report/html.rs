@@ -3,31 +3,43 @@
 //! --json` output. Every string that came from a file is escaped.
 
 use super::svg;
+use crate::backend::devices::DeviceInfo;
+use crate::bench::export::BenchRecord;
 use crate::bench::plot::escape;
 use crate::bench::stats::fmt_time;
+use crate::config::TrainConfig;
+use crate::doctor::{DoctorRecord, Severity};
+use crate::record::{RunRecord, Versions};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::Path;
 
-/// What kind of record a JSON file holds.
+/// What a JSON file holds, read typed.
 pub enum Record {
-    Train(Value),
-    Bench(Value),
-    Doctor(Value),
+    Train(Box<RunRecord>),
+    Bench(Box<BenchRecord>),
+    Doctor(DoctorRecord),
 }
 
-/// Classifies a parsed JSON record, or says what it expected.
+/// Reads a parsed JSON record by its shape, or says what it expected. A file
+/// of a known kind that does not fit its type is an error naming the field.
 pub fn classify(v: Value, origin: &str) -> crate::Result<Record> {
+    fn typed<T: DeserializeOwned>(v: Value, origin: &str, kind: &str) -> crate::Result<T> {
+        serde_path_to_error::deserialize(v).map_err(|e| crate::FerroError::File {
+            path: origin.into(),
+            detail: format!(
+                "a {kind} record whose field `{}` does not fit ({}); was it edited, or written by another version?",
+                e.path(),
+                e.inner()
+            ),
+        })
+    }
     if v.get("loss_curve").is_some() && v.get("config").is_some() {
-        Ok(Record::Train(v))
+        Ok(Record::Train(Box::new(typed(v, origin, "run")?)))
     } else if v.get("rows").is_some() && v.get("config").is_some() {
-        Ok(Record::Bench(v))
-    } else if v
-        .get("devices")
-        .and_then(|d| d.get(0))
-        .and_then(|d| d.get("findings"))
-        .is_some()
-    {
-        Ok(Record::Doctor(v))
+        Ok(Record::Bench(Box::new(typed(v, origin, "bench")?)))
+    } else if v.get("devices").is_some() && v.get("failed").is_some() {
+        Ok(Record::Doctor(typed(v, origin, "doctor")?))
     } else {
         Err(crate::FerroError::File {
             path: origin.into(),
@@ -50,18 +62,6 @@ code { font-size: 90%; }
 @media print { :root { --fg: #000; --bg: #fff; --line: #ccc; } body { margin: 0; max-width: none; } h2 { break-after: avoid; } .chart { break-inside: avoid; } }
 ";
 
-fn s(v: &Value) -> String {
-    match v {
-        Value::String(t) => t.clone(),
-        Value::Null => "—".into(),
-        other => other.to_string(),
-    }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(f64::NAN)
-}
-
 /// The whole page.
 pub fn page(
     records: &[(String, Record)],
@@ -73,20 +73,20 @@ pub fn page(
         match r {
             Record::Train(v) => {
                 body += &train(i, origin, v, model_dir(origin).as_deref());
-                machines += &device_rows(&v["backend"], &v["device"]);
-                machines += &versions(&v["versions"]);
+                machines += &device_rows(&v.backend, &v.device);
+                machines += &versions(&v.versions);
             }
             Record::Bench(v) => {
                 body += &bench(i, origin, v);
-                for d in v["adapters"]["devices"].as_array().into_iter().flatten() {
-                    machines += &device_rows(&d["api"], d);
+                for d in &v.adapters.devices {
+                    machines += &device_rows(d.api.name(), d);
                 }
-                machines += &versions(&v["versions"]);
+                machines += &versions(&v.versions);
             }
             Record::Doctor(v) => {
                 body += &doctor(origin, v);
-                for d in v["devices"].as_array().into_iter().flatten() {
-                    machines += &device_rows(&d["backend"], &d["device"]);
+                for d in &v.devices {
+                    machines += &device_rows(&d.backend, &d.device);
                 }
             }
         }
@@ -102,82 +102,65 @@ pub fn page(
     )
 }
 
-fn device_rows(backend: &Value, d: &Value) -> String {
-    let mem = d["memory_bytes"]
-        .as_f64()
+fn device_rows(backend: &str, d: &DeviceInfo) -> String {
+    let mem = d
+        .memory_bytes
         .map(|b| {
             format!(
                 "{:.1} GiB ({})",
-                b / (1u64 << 30) as f64,
-                s(&d["memory_note"])
+                b as f64 / (1u64 << 30) as f64,
+                d.memory_note
             )
         })
         .unwrap_or_default();
-    let feats: Vec<String> = d["features"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(s)
-        .collect();
     format!(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-        escape(&s(backend)),
-        escape(&s(&d["name"])),
-        escape(&s(&d["class"])),
-        escape(&s(&d["driver"])),
+        escape(backend),
+        escape(&d.name),
+        escape(&format!("{:?}", d.class).to_lowercase()),
+        escape(&d.driver),
         escape(&mem),
-        escape(&feats.join(", "))
+        escape(&d.features.join(", "))
     )
 }
 
-fn versions(v: &Value) -> String {
-    let items: Vec<String> = v
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, x)| format!("{k} {}", s(x)))
-        .collect();
+fn versions(v: &Versions) -> String {
     format!(
         "<tr><td colspan=\"6\" class=\"muted\">versions: {}</td></tr>",
-        escape(&items.join(", "))
+        escape(&format!(
+            "ferrofit {}, burn {}, cubecl {}",
+            v.ferrofit, v.burn, v.cubecl
+        ))
     )
 }
 
-fn job_line(c: &Value) -> String {
+fn job_line(c: &TrainConfig) -> String {
+    let m = &c.model;
     escape(&format!(
-        "{} · n = {} · hidden {}×{} {} · {} lr {} · {} steps · {}",
-        s(&c["task"]),
-        s(&c["n"]),
-        s(&c["model"]["hidden"]),
-        s(&c["model"]["layers"]),
-        s(&c["model"]["activation"]),
-        s(&c["optimizer"]),
-        s(&c["lr"]),
-        s(&c["steps"]),
-        s(&c["precision"])
+        "{} · n = {} · hidden {}×{} {:?} · {:?} lr {} · {} steps · {:?}",
+        c.task, c.n, m.hidden, m.layers, m.activation, c.optimizer, c.lr, c.steps, c.precision
     ))
 }
 
-fn train(i: usize, origin: &str, v: &Value, model: Option<&Path>) -> String {
-    let curve: Vec<(f64, f64)> = v["loss_curve"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|p| (f(&p["step"]) + 1.0, f(&p["loss"])))
+fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String {
+    let curve: Vec<(f64, f64)> = v
+        .loss_curve
+        .iter()
+        .map(|p| (p.step as f64 + 1.0, p.loss))
         .collect();
-    let label = format!("{} · {} engine", s(&v["backend"]), s(&v["engine"]));
+    let label = format!("{} · {:?} engine", v.backend, v.engine);
     let mut out = format!(
         "<h2 id=\"train-{i}\">Training run: {}</h2><p>{}</p>\
          <table><tr><th>final loss</th><th>validation loss</th><th>steps</th><th>time</th><th>steps/s</th><th>first step</th></tr>\
          <tr><td class=\"num\">{:.6}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td></tr></table>",
         escape(origin),
-        job_line(&v["config"]),
-        f(&v["final_loss"]),
-        v["validation_loss"].as_f64().map(|x| format!("{x:.6}")).unwrap_or("—".into()),
-        s(&v["steps"]),
-        fmt_time(f(&v["train_seconds"])),
-        f(&v["steps_per_second"]),
-        fmt_time(f(&v["first_step_seconds"])),
+        job_line(&v.config),
+        v.final_loss,
+        v.validation_loss.map(|x| format!("{x:.6}")).unwrap_or("—".into()),
+        v.steps,
+        fmt_time(v.train_seconds),
+        v.steps_per_second,
+        fmt_time(v.first_step_seconds),
     );
     out += &svg::lines(
         &format!("loss-{i}"),
@@ -193,15 +176,14 @@ fn train(i: usize, origin: &str, v: &Value, model: Option<&Path>) -> String {
 }
 
 /// The fitted function against the task's data, for 1-D built-in tasks with a saved model.
-fn fit_chart(i: usize, v: &Value, model: &Path) -> Option<String> {
-    let task = crate::task::Task::parse(v["config"]["task"].as_str()?).ok()?;
+fn fit_chart(i: usize, v: &RunRecord, model: &Path) -> Option<String> {
+    let task = crate::task::Task::parse(&v.config.task).ok()?;
     let params = crate::save::load(&model.join("model.safetensors")).ok()?;
     if params.layers[0].fan_in != 1 {
         return None;
     }
-    let act: crate::config::Activation =
-        serde_json::from_value(v["config"]["model"]["activation"].clone()).ok()?;
-    let seed = v["config"]["seed"].as_u64().unwrap_or(42);
+    let act = v.config.model.activation;
+    let seed = v.config.seed;
     let data = task.generate(400, seed);
     let pts: Vec<(f64, f64)> = data
         .x
@@ -224,68 +206,69 @@ fn fit_chart(i: usize, v: &Value, model: &Path) -> Option<String> {
     ))
 }
 
-fn bench(i: usize, origin: &str, v: &Value) -> String {
-    let rows = v["rows"].as_array().cloned().unwrap_or_default();
+fn bench(i: usize, origin: &str, v: &BenchRecord) -> String {
+    let rows = &v.rows;
     let mut out = format!(
         "<h2 id=\"bench-{i}\">Bench: {}</h2><p>{} · {} timed runs each · baseline {}</p>",
         escape(origin),
-        job_line(&v["config"]),
-        s(&v["reps"]),
-        escape(&s(&v["baseline"]))
+        job_line(&v.config),
+        v.reps,
+        escape(&v.baseline)
     );
     let bars: Vec<(String, f64, f64, f64)> = rows
         .iter()
         .map(|r| {
+            let sm = &r.summary;
             (
-                format!("{} · {}", s(&r["name"]), s(&r["backend"])),
-                f(&r["summary"]["median"]),
-                f(&r["summary"]["min"]),
-                f(&r["summary"]["max"]),
+                format!("{} · {}", r.name, r.backend),
+                sm.median,
+                sm.min,
+                sm.max,
             )
         })
         .collect();
     out += &svg::bars(&format!("bars-{i}"), "time per job by backend", &bars);
     out += "<table><tr><th>run</th><th>backend (device)</th><th>median</th><th>mean ± σ</th><th>min … max</th><th>step p50 / p99</th><th>step CV</th><th>loss</th><th>× baseline</th></tr>";
-    for r in &rows {
-        let sm = &r["summary"];
-        let lat = &r["step_latency"];
-        let rel = r["relative"]
-            .as_array()
-            .map(|a| format!("{:.2} ± {:.2}", f(&a[0]), f(&a[1])))
+    for r in rows {
+        let sm = &r.summary;
+        let rel = r
+            .relative
+            .map(|(x, e)| format!("{x:.2} ± {e:.2}"))
             .unwrap_or("—".into());
+        let (p50, cv) = match &r.step_latency {
+            Some(l) => (
+                format!("{} / {}", fmt_time(l.median), fmt_time(l.p99)),
+                format!("{:.1}%", l.cv * 100.0),
+            ),
+            None => ("—".into(), "—".into()),
+        };
         out += &format!(
-            "<tr><td>{}</td><td>{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{} ± {}</td><td class=\"num\">{} … {}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.5}</td><td class=\"num\">{rel}</td></tr>",
-            escape(&s(&r["name"])),
-            escape(&s(&r["backend"])),
-            escape(&s(&r["device"])),
-            fmt_time(f(&sm["median"])),
-            fmt_time(f(&sm["mean"])),
-            fmt_time(f(&sm["stddev"])),
-            fmt_time(f(&sm["min"])),
-            fmt_time(f(&sm["max"])),
-            if lat.is_null() { "—".into() } else { format!("{} / {}", fmt_time(f(&lat["median"])), fmt_time(f(&lat["p99"]))) },
-            if lat.is_null() { "—".into() } else { format!("{:.1}%", f(&lat["cv"]) * 100.0) },
-            f(&r["final_loss"]),
+            "<tr><td>{}</td><td>{} ({})</td><td class=\"num\">{}</td><td class=\"num\">{} ± {}</td><td class=\"num\">{} … {}</td><td class=\"num\">{p50}</td><td class=\"num\">{cv}</td><td class=\"num\">{:.5}</td><td class=\"num\">{rel}</td></tr>",
+            escape(&r.name),
+            escape(&r.backend),
+            escape(&r.device),
+            fmt_time(sm.median),
+            fmt_time(sm.mean),
+            fmt_time(sm.stddev),
+            fmt_time(sm.min),
+            fmt_time(sm.max),
+            r.final_loss,
         );
     }
     out += "</table>";
-    for s_ in v["skipped"].as_array().into_iter().flatten() {
+    for k in &v.skipped {
         out += &format!(
             "<p class=\"muted\">skipped {} ({}): {}</p>",
-            escape(&s(&s_["name"])),
-            escape(&s(&s_["backend"])),
-            escape(&s(&s_["reason"]))
+            escape(&k.name),
+            escape(&k.backend),
+            escape(&k.reason)
         );
     }
     let series: Vec<(String, Vec<(f64, f64)>)> = rows
         .iter()
         .filter_map(|r| {
-            let c: Vec<(f64, f64)> = r["curve"]
-                .as_array()?
-                .iter()
-                .map(|p| (f(&p["seconds"]), f(&p["loss"])))
-                .collect();
-            (c.len() > 1).then(|| (format!("{} · {}", s(&r["name"]), s(&r["backend"])), c))
+            let c: Vec<(f64, f64)> = r.curve.iter().map(|p| (p.seconds, p.loss)).collect();
+            (c.len() > 1).then(|| (format!("{} · {}", r.name, r.backend), c))
         })
         .collect();
     if !series.is_empty() {
@@ -298,22 +281,17 @@ fn bench(i: usize, origin: &str, v: &Value) -> String {
         );
     }
     for (k, r) in rows.iter().enumerate() {
-        let steps: Vec<f64> = r["step_seconds"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(f)
-            .collect();
+        let steps = &r.step_seconds;
         if steps.len() > 1 {
             out += &format!(
                 "<h3>Per-step latency: {} · {}</h3>",
-                escape(&s(&r["name"])),
-                escape(&s(&r["backend"]))
+                escape(&r.name),
+                escape(&r.backend)
             );
             out += &svg::histogram(
                 &format!("hist-{i}-{k}"),
                 "per-step latency histogram (jitter)",
-                &steps,
+                steps,
                 30,
             );
         }
@@ -321,23 +299,21 @@ fn bench(i: usize, origin: &str, v: &Value) -> String {
     out
 }
 
-fn doctor(origin: &str, v: &Value) -> String {
+fn doctor(origin: &str, v: &DoctorRecord) -> String {
     let mut out = format!("<h2 id=\"doctor\">Doctor: {}</h2><table><tr><th>device</th><th>check</th><th>result</th><th>detail</th><th>fix</th></tr>", escape(origin));
-    for d in v["devices"].as_array().into_iter().flatten() {
-        for fd in d["findings"].as_array().into_iter().flatten() {
-            let sev = s(&fd["severity"]);
-            let class = match sev.as_str() {
-                "pass" => "pass",
-                "warn" => "warn",
-                _ => "fail",
+    for d in &v.devices {
+        for fd in &d.findings {
+            let (class, sev) = match fd.severity {
+                Severity::Pass => ("pass", "pass"),
+                Severity::Warn => ("warn", "warn"),
+                Severity::Fail => ("fail", "fail"),
             };
             out += &format!(
-                "<tr><td>{}</td><td>{}</td><td class=\"{class}\">{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&format!("{} · {}", s(&d["backend"]), s(&d["device"]["name"]))),
-                escape(&s(&fd["check"])),
-                escape(&sev),
-                escape(&s(&fd["detail"])),
-                escape(&fd["fix"].as_str().map(String::from).unwrap_or_default())
+                "<tr><td>{}</td><td>{}</td><td class=\"{class}\">{sev}</td><td>{}</td><td>{}</td></tr>",
+                escape(&format!("{} · {}", d.backend, d.device.name)),
+                escape(&fd.check),
+                escape(&fd.detail),
+                escape(fd.fix.as_deref().unwrap_or_default())
             );
         }
     }
