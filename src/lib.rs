@@ -10,6 +10,7 @@
 pub mod backend;
 pub mod batches;
 pub mod bench;
+pub mod chart;
 pub mod cli;
 pub mod doctor;
 pub mod engine;

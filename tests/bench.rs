@@ -7,7 +7,8 @@ use ferrofit::backend::devices::Inventory;
 use ferrofit::bench::export::{csv, markdown, BenchRecord};
 use ferrofit::bench::history::{compare_lines, History};
 use ferrofit::bench::stats::Summary;
-use ferrofit::bench::{plot, set_relative, BenchRow};
+use ferrofit::bench::{set_relative, BenchRow};
+use ferrofit::chart::picture as plot;
 use ferrofit::config::TrainConfig;
 use std::process::Command;
 

@@ -65,7 +65,7 @@ impl Exports {
             write_atomic(p, markdown(rec).as_bytes())?;
         }
         if let Some(p) = &self.plot {
-            write_atomic(p, &super::plot::render_for(p, rec)?)?;
+            write_atomic(p, &crate::chart::picture::render_for(p, rec)?)?;
         }
         Ok(())
     }

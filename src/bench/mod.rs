@@ -6,7 +6,6 @@ pub mod export;
 pub mod history;
 pub mod measure;
 pub mod peers;
-pub mod plot;
 pub mod stats;
 
 use crate::engine::run::LossPoint;

@@ -155,7 +155,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             .map(|r| (format!("{} · {}", r.name, r.backend), r.summary.median))
             .collect();
         println!();
-        print!("{}", crate::report::term::bars(&bars, 50));
+        print!("{}", crate::chart::term::bars(&bars, 50));
     }
     if let Some(h) = &mut history {
         if a.compare.is_some() {

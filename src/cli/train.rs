@@ -231,7 +231,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         if a.plot {
             print!(
                 "{}",
-                crate::report::term::loss_chart(&record.loss_curve, 60, 12)
+                crate::chart::term::loss_chart(&record.loss_curve, 60, 12)
             );
         }
         if let Some(v) = record.validation_loss {

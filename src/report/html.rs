@@ -2,11 +2,12 @@
 //! script, no network) from `train` run records, `bench` records and `doctor
 //! --json` output. Every string that came from a file is escaped.
 
-use super::svg;
 use crate::backend::devices::DeviceInfo;
 use crate::bench::export::BenchRecord;
-use crate::bench::plot::escape;
 use crate::bench::stats::fmt_time;
+use crate::chart::axis::Unit;
+use crate::chart::escape;
+use crate::chart::inline as svg;
 use crate::config::TrainConfig;
 use crate::doctor::{DoctorRecord, Severity};
 use crate::record::{RunRecord, Versions};
@@ -167,7 +168,8 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
         "training loss by step (log–log)",
         &[(label, curve)],
         (true, true),
-        "step",
+        (Unit::Plain, Unit::Plain),
+        ("step", "training loss"),
     );
     if let Some(fitted) = model.and_then(|m| fit_chart(i, v, m)) {
         out += &fitted;
@@ -277,7 +279,8 @@ fn bench(i: usize, origin: &str, v: &BenchRecord) -> String {
             "loss against time, synced every step (log–log)",
             &series,
             (true, true),
-            "seconds",
+            (Unit::Seconds, Unit::Plain),
+            ("time", "training loss"),
         );
     }
     for (k, r) in rows.iter().enumerate() {

@@ -1,6 +1,4 @@
-//! Reports people look at: a self-contained HTML page ([`html`], its charts in
-//! [`svg`]) and plots drawn in the terminal ([`term`]).
+//! Reports people look at: one self-contained HTML page ([`html`]) from run,
+//! bench and doctor records, its charts drawn by [`crate::chart`].
 
 pub mod html;
-pub mod svg;
-pub mod term;

@@ -4,64 +4,18 @@
 //! run synced after every step. Every label is escaped; PNG is the same SVG
 //! rasterised with resvg and the system's fonts.
 
-use super::export::BenchRecord;
-use super::stats::fmt_time;
+use super::axis::{Axis, Unit};
+use super::{escape, PALETTE};
+use crate::bench::export::BenchRecord;
+use crate::bench::BenchRow;
 use crate::error::{FerroError, Result};
 use std::path::Path;
-
-/// Escapes text for SVG/XML.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 const LABEL_W: f64 = 360.0;
 const PLOT_W: f64 = 520.0;
 const ROW_H: f64 = 26.0;
 const TOP: f64 = 40.0;
 const CURVE_H: f64 = 240.0;
-const PALETTE: [&str; 6] = [
-    "#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#4a5568",
-];
-
-/// A base-10 logarithmic axis over `[lo, hi]`, widened to whole decades.
-struct LogAxis {
-    d0: f64,
-    d1: f64,
-}
-
-impl LogAxis {
-    fn over(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> Self {
-        let (lo, hi) = values
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
-                (lo.min(v), hi.max(v))
-            });
-        if !lo.is_finite() {
-            return LogAxis {
-                d0: fallback.0,
-                d1: fallback.1,
-            };
-        }
-        let d0 = lo.log10().floor();
-        LogAxis {
-            d0,
-            d1: hi.log10().ceil().max(d0 + 1.0),
-        }
-    }
-
-    /// Position in [0, 1] along the axis.
-    fn frac(&self, v: f64) -> f64 {
-        (v.max(10f64.powf(self.d0)).log10() - self.d0) / (self.d1 - self.d0)
-    }
-
-    fn decades(&self) -> impl Iterator<Item = f64> {
-        (self.d0 as i32..=self.d1 as i32).map(|d| 10f64.powi(d))
-    }
-}
 
 /// The SVG document.
 pub fn svg(rec: &BenchRecord) -> String {
@@ -90,18 +44,19 @@ pub fn svg(rec: &BenchRecord) -> String {
             }
         )),
     );
-    let t_axis = LogAxis::over(
+    let t_axis = Axis::over(
         rows.iter().flat_map(|r| [r.summary.min, r.summary.max]),
-        (-3.0, 0.0),
+        true,
+        Unit::Seconds,
     );
     let x = |v: f64| LABEL_W + PLOT_W * t_axis.frac(v);
-    for d in t_axis.decades() {
+    for d in t_axis.ticks() {
         out += &format!(
             "<line x1=\"{0}\" y1=\"{TOP}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#ddd\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\" fill=\"#666\">{3}</text>\n",
             x(d),
             bars_bottom + 5.0,
             bars_bottom + 20.0,
-            escape(&fmt_time(d))
+            escape(&t_axis.label(d))
         );
     }
     for (i, r) in rows.iter().enumerate() {
@@ -110,7 +65,7 @@ pub fn svg(rec: &BenchRecord) -> String {
         let color = if r.name.starts_with("ferrofit") {
             PALETTE[0]
         } else {
-            "#a0aec0"
+            PALETTE[5]
         };
         out += &format!(
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
@@ -127,7 +82,7 @@ pub fn svg(rec: &BenchRecord) -> String {
                  <line x1=\"{x0}\" y1=\"{mid}\" x2=\"{x1}\" y2=\"{mid}\" stroke=\"black\"/>\n\
                  <text x=\"{tx}\" y=\"{ty}\">{label}</text>\n",
                 tx = x1 + 6.0,
-                label = escape(&fmt_time(s.median)),
+                label = escape(&crate::bench::stats::fmt_time(s.median)),
             );
         }
     }
@@ -138,10 +93,10 @@ pub fn svg(rec: &BenchRecord) -> String {
 }
 
 /// Loss against seconds, one polyline per ferrofit row, with a legend.
-fn loss_panel(rows: &[&super::BenchRow], top: f64) -> String {
+fn loss_panel(rows: &[&BenchRow], top: f64) -> String {
     let points = || rows.iter().flat_map(|r| r.curve.iter());
-    let tx = LogAxis::over(points().map(|p| p.seconds), (-4.0, 0.0));
-    let ly = LogAxis::over(points().map(|p| p.loss), (-3.0, 0.0));
+    let tx = Axis::over(points().map(|p| p.seconds), true, Unit::Seconds);
+    let ly = Axis::over(points().map(|p| p.loss), true, Unit::Plain);
     let (left, w, h) = (LABEL_W, PLOT_W, CURVE_H);
     let px = |s: f64| left + w * tx.frac(s);
     let py = |l: f64| top + h * (1.0 - ly.frac(l));
@@ -150,23 +105,23 @@ fn loss_panel(rows: &[&super::BenchRow], top: f64) -> String {
          <rect x=\"{left}\" y=\"{top}\" width=\"{w}\" height=\"{h}\" fill=\"none\" stroke=\"#999\"/>\n",
         top - 14.0
     );
-    for d in tx.decades() {
+    for d in tx.ticks() {
         out += &format!(
             "<line x1=\"{0}\" y1=\"{top}\" x2=\"{0}\" y2=\"{1}\" stroke=\"#eee\"/><text x=\"{0}\" y=\"{2}\" text-anchor=\"middle\" fill=\"#666\">{3}</text>\n",
             px(d),
             top + h,
             top + h + 16.0,
-            escape(&fmt_time(d))
+            escape(&tx.label(d))
         );
     }
-    for d in ly.decades() {
+    for d in ly.ticks() {
         out += &format!(
             "<line x1=\"{left}\" y1=\"{0}\" x2=\"{1}\" y2=\"{0}\" stroke=\"#eee\"/><text x=\"{2}\" y=\"{3}\" text-anchor=\"end\" fill=\"#666\">{4}</text>\n",
             py(d),
             left + w,
             left - 6.0,
             py(d) + 4.0,
-            escape(&format!("{d}"))
+            escape(&ly.label(d))
         );
     }
     for (i, r) in rows.iter().enumerate() {
