@@ -162,7 +162,7 @@ fn hostile_strings_in_a_record_come_out_as_text() {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     v["device"]["name"] = "<script>alert('x')</script>".into();
-    v["config"]["task"] = "<img src=x onerror=alert(1)>".into();
+    v["engine_note"] = "<img src=x onerror=alert(1)>".into();
     let evil = dir.join("evil.json");
     std::fs::write(&evil, v.to_string()).unwrap();
     let page = dir.join("evil.html");

@@ -115,7 +115,7 @@ const HEADER: [&str; 9] = [
 pub fn markdown(rec: &BenchRecord) -> String {
     let mut out = format!(
         "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
-        rec.config.task, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
+        rec.config.data, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
     );
     if let Some(t) = rec.config.target_loss {
         out += &format!(

@@ -35,7 +35,7 @@ pub fn svg(rec: &BenchRecord) -> String {
         w = LABEL_W + PLOT_W + 200.0,
         title = escape(&format!(
             "{} n={} hidden={} — {} (log scale), median and min…max",
-            rec.config.task,
+            rec.config.data,
             rec.config.n,
             rec.config.model.hidden,
             match rec.config.target_loss {

@@ -11,7 +11,6 @@ use crate::bench::{measure, peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::run::TrainOutcome;
 use crate::model::Params;
-use crate::task::Task;
 use crate::trainer::{choose_engine, Trainer};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -272,7 +271,7 @@ fn parallel_row(
     let device = format!("{}x {}", replicas.len(), first.info.name);
     eprintln!("bench: {name} on {} ...", first.label());
     // The same points and initial weights as every other row of this job.
-    let data = Task::parse(&cfg.task)?.generate(cfg.n, cfg.seed);
+    let data = cfg.data.generate(cfg.n, cfg.seed)?;
     let init = Params::init(&cfg.model, cfg.seed);
     let mut row = timed_row(&name, &first.label(), &device, cfg, reps, |c| {
         Trainer::replicas(c.clone(), replicas.to_vec())

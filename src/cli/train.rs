@@ -88,11 +88,10 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             "checkpoints go into the output folder: add --out DIR"
         ));
     }
-    let user = cfg
-        .csv
-        .as_ref()
-        .map(|c| userdata::load(c, cfg.seed))
-        .transpose()?;
+    let user = match &cfg.data {
+        crate::config::Data::Csv(c) => Some(userdata::load(c, cfg.seed)?),
+        crate::config::Data::Task(_) => None,
+    };
     if let Some(u) = &user {
         cfg.n = u.train.len();
         cfg.model.inputs = u.train.inputs;
@@ -128,7 +127,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     if !a.json {
         eprintln!(
             "training {} (n={}, hidden={}x{}, {:?}, lr {}) on {} [{}]",
-            cfg.task,
+            cfg.data,
             cfg.n,
             cfg.model.hidden,
             cfg.model.layers,

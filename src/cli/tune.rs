@@ -64,7 +64,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     };
     eprintln!(
         "tune: {} n={} on {} [{}], budget {}",
-        cfg.task,
+        cfg.data,
         cfg.n,
         target.label(),
         target.info.name,

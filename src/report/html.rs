@@ -139,7 +139,7 @@ fn job_line(c: &TrainConfig) -> String {
     let m = &c.model;
     escape(&format!(
         "{} · n = {} · hidden {}×{} {:?} · {:?} lr {} · {} steps · {:?}",
-        c.task, c.n, m.hidden, m.layers, m.activation, c.optimizer, c.lr, c.steps, c.precision
+        c.data, c.n, m.hidden, m.layers, m.activation, c.optimizer, c.lr, c.steps, c.precision
     ))
 }
 
@@ -151,11 +151,19 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
         .collect();
     let label = format!("{} · {:?} engine", v.backend, v.engine);
     let mut out = format!(
-        "<h2 id=\"train-{i}\">Training run: {}</h2><p>{}</p>\
+        "<h2 id=\"train-{i}\">Training run: {}</h2><p>{}</p><p class=\"muted\">{}</p>\
          <table><tr><th>final loss</th><th>validation loss</th><th>steps</th><th>time</th><th>steps/s</th><th>first step</th></tr>\
          <tr><td class=\"num\">{:.6}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:.1}</td><td class=\"num\">{}</td></tr></table>",
         escape(origin),
         job_line(&v.config),
+        escape(&format!(
+            "{:?} engine{}",
+            v.engine,
+            v.engine_note
+                .as_deref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
+        )),
         v.final_loss,
         v.validation_loss.map(|x| format!("{x:.6}")).unwrap_or("—".into()),
         v.steps,
@@ -179,7 +187,9 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
 
 /// The fitted function against the task's data, for 1-D built-in tasks with a saved model.
 fn fit_chart(i: usize, v: &RunRecord, model: &Path) -> Option<String> {
-    let task = crate::task::Task::parse(&v.config.task).ok()?;
+    let crate::config::Data::Task(task) = v.config.data else {
+        return None;
+    };
     let params = crate::save::load(&model.join("model.safetensors")).ok()?;
     if params.layers[0].fan_in != 1 {
         return None;

@@ -24,7 +24,7 @@ use crate::engine::run::{self, no_checkpoints, Control, Progress, TrainOutcome};
 use crate::engine::{Engine, FlatEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
-use crate::task::{Dataset, Task};
+use crate::task::Dataset;
 use std::path::PathBuf;
 
 /// A finished run: what happened, the trained weights and which engine ran.
@@ -199,7 +199,7 @@ impl<'p> Trainer<'p> {
     fn host_data(&mut self) -> Result<Dataset> {
         match self.data.take() {
             Some(d) => Ok(d),
-            None => Ok(Task::parse(&self.cfg.task)?.generate(self.cfg.n, self.cfg.seed)),
+            None => self.cfg.data.generate(self.cfg.n, self.cfg.seed),
         }
     }
 

@@ -37,7 +37,7 @@ pub fn key(backend: &str, device: &DeviceInfo, cfg: &TrainConfig) -> String {
         "{backend}|{}|{}|{} n={} model={}-{}x{}-{} {:?} {:?} {:?} wd={} {:?} steps={}",
         device.name,
         device.driver,
-        cfg.task,
+        cfg.data.name(),
         cfg.n,
         m.inputs,
         m.hidden,

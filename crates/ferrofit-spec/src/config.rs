@@ -4,6 +4,7 @@
 //! run record stores it verbatim so a run can be repeated.
 
 use crate::error::{FerroError, Result};
+use crate::task::Task;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
@@ -99,10 +100,89 @@ impl ModelSpec {
     }
 }
 
+/// Where a job's points come from: a built-in task or a CSV file.
+///
+/// Recorded as the flat fields it always had — `"task": "sin"`, or
+/// `"task": "csv"` beside `"csv": {…}` — so records of every version load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "DataFields", into = "DataFields")]
+pub enum Data {
+    Task(Task),
+    Csv(CsvSpec),
+}
+
+/// [`Data`] as records hold it.
+#[derive(Serialize, Deserialize)]
+struct DataFields {
+    task: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    csv: Option<CsvSpec>,
+}
+
+impl TryFrom<DataFields> for Data {
+    type Error = String;
+    fn try_from(d: DataFields) -> std::result::Result<Data, String> {
+        match (d.task.as_str(), d.csv) {
+            (_, Some(c)) => Ok(Data::Csv(c)),
+            ("csv", None) => Err("`task` is csv but no `csv` section says which file".into()),
+            (name, None) => Task::parse(name).map(Data::Task).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+impl From<Data> for DataFields {
+    fn from(d: Data) -> DataFields {
+        match d {
+            Data::Task(t) => DataFields {
+                task: t.name().into(),
+                csv: None,
+            },
+            Data::Csv(c) => DataFields {
+                task: "csv".into(),
+                csv: Some(c),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Data::Task(t) => f.pad(t.name()),
+            Data::Csv(c) => f.pad(&c.path),
+        }
+    }
+}
+
+impl Data {
+    /// The task's name, or `csv`: what records call the data source.
+    pub fn name(&self) -> &str {
+        match self {
+            Data::Task(t) => t.name(),
+            Data::Csv(_) => "csv",
+        }
+    }
+
+    /// The built-in task's `n` points, or an error for CSV data (which the
+    /// caller loads and passes as data).
+    pub fn generate(&self, n: usize, seed: u64) -> Result<crate::task::Dataset> {
+        match self {
+            Data::Task(t) => Ok(t.generate(n, seed)),
+            Data::Csv(c) => Err(FerroError::arg(
+                "csv",
+                &c.path,
+                "CSV data is loaded by the caller (userdata::load) and passed as data",
+            )),
+        }
+    }
+}
+
 /// Everything a training run needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
-    pub task: String,
+    /// The points: a built-in task or a CSV file.
+    #[serde(flatten)]
+    pub data: Data,
     pub n: usize,
     pub model: ModelSpec,
     pub loss: Loss,
@@ -148,9 +228,6 @@ pub struct TrainConfig {
     /// Write a resumable checkpoint every this many steps (needs an output folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_every: Option<usize>,
-    /// User data instead of a built-in task (`task` is then `csv`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub csv: Option<CsvSpec>,
 }
 
 /// Where user data comes from and which columns are which.
@@ -171,7 +248,7 @@ impl Default for TrainConfig {
     /// The field report's job: x² + 0.3·U(0,1), 1e6 points, H = 10, SGD, 100 full-batch steps.
     fn default() -> Self {
         TrainConfig {
-            task: "x2-noise".into(),
+            data: Data::Task(Task::X2Noise),
             n: 1_000_000,
             model: ModelSpec {
                 inputs: 1,
@@ -199,7 +276,6 @@ impl Default for TrainConfig {
             max_seconds: None,
             clip_grad: None,
             checkpoint_every: None,
-            csv: None,
         }
     }
 }
@@ -337,8 +413,8 @@ impl TrainConfig {
                 "checkpoint every K >= 1 steps, or leave it out",
             ));
         }
-        match &self.csv {
-            Some(c) => {
+        match &self.data {
+            Data::Csv(c) => {
                 if !(0.0..=0.9).contains(&c.val_split) {
                     return Err(FerroError::arg(
                         "val-split",
@@ -354,10 +430,58 @@ impl TrainConfig {
                     ));
                 }
             }
-            None => {
-                crate::task::Task::parse(&self.task)?;
-            }
+            Data::Task(_) => {}
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod data_tests {
+    use super::*;
+
+    #[test]
+    fn data_is_recorded_as_the_flat_fields_of_earlier_versions() {
+        let cfg = TrainConfig::default();
+        let v = serde_json::to_value(&cfg).unwrap();
+        assert_eq!(v["task"], "x2-noise");
+        assert!(v.get("csv").is_none() && v.get("data").is_none());
+        assert_eq!(serde_json::from_value::<TrainConfig>(v).unwrap(), cfg);
+
+        let csv = CsvSpec {
+            path: "load.csv".into(),
+            inputs: "temp".into(),
+            targets: "load".into(),
+            val_split: 0.1,
+            delimiter: None,
+        };
+        let with_csv = TrainConfig {
+            data: Data::Csv(csv.clone()),
+            ..TrainConfig::default()
+        };
+        let v = serde_json::to_value(&with_csv).unwrap();
+        assert_eq!(
+            (v["task"].as_str(), v["csv"]["path"].as_str()),
+            (Some("csv"), Some("load.csv"))
+        );
+        assert_eq!(
+            serde_json::from_value::<TrainConfig>(v).unwrap().data,
+            Data::Csv(csv)
+        );
+    }
+
+    #[test]
+    fn an_unknown_task_or_a_csv_task_without_its_file_is_refused() {
+        let mut v = serde_json::to_value(TrainConfig::default()).unwrap();
+        v["task"] = "cubic".into();
+        let e = serde_json::from_value::<TrainConfig>(v.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cubic") && e.contains("x2-noise"), "{e}");
+        v["task"] = "csv".into();
+        let e = serde_json::from_value::<TrainConfig>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("csv"), "{e}");
     }
 }

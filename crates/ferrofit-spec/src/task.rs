@@ -1,17 +1,21 @@
 //! Built-in target functions and the data they generate.
 //!
 //! Each task is 1-D: `x` is `linspace(-1, 1, n)` and `y = f(x) + noise·U(0,1)`,
-//! exactly the field report's recipe for `x2-noise`. The same definition is used
+//! exactly the seed job's recipe for `x2-noise`. The same definition is used
 //! on the host (here) and on devices (the engines), so every engine sees the
 //! same function.
 
 use crate::error::{FerroError, Result};
 use crate::rng::{stream, uniform};
+use serde::{Deserialize, Serialize};
 
 /// A built-in regression target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
 pub enum Task {
-    /// y = x² + 0.3·U(0,1): the field report's job.
+    /// y = x² + 0.3·U(0,1): the seed job's.
+    #[serde(rename = "x2-noise")]
+    #[value(name = "x2-noise")]
     X2Noise,
     /// y = sin(πx) + 0.1·U(0,1).
     Sin,
@@ -21,9 +25,25 @@ pub enum Task {
     GaussBumps,
 }
 
+impl std::fmt::Display for Task {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 impl Task {
     /// Every task name `--task` accepts.
     pub const NAMES: [&'static str; 4] = ["x2-noise", "sin", "step", "gauss-bumps"];
+
+    /// The name `--task` takes and records hold.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::X2Noise => "x2-noise",
+            Task::Sin => "sin",
+            Task::Step => "step",
+            Task::GaussBumps => "gauss-bumps",
+        }
+    }
 
     /// Parses a `--task` value.
     pub fn parse(name: &str) -> Result<Task> {

@@ -10,7 +10,7 @@ use crate::engine::fused::optim::{BETA1, BETA2, EPSILON, MOMENTUM};
 use crate::engine::StepEngine;
 use crate::error::Result;
 use crate::model::Params;
-use crate::task::{Dataset, Task};
+use crate::task::Dataset;
 use burn::grad_clipping::GradientClippingConfig;
 use burn::module::AutodiffModule;
 use burn::optim::adaptor::OptimizerAdaptor;
@@ -105,7 +105,10 @@ impl<B: AutodiffBackend> GeneralEngine<B> {
     ) -> Result<Self> {
         let data = match host {
             Some(d) => DeviceData::upload(d, device),
-            None => DeviceData::generate(Task::parse(&cfg.task)?, cfg.n, cfg.seed, device),
+            None => match cfg.data {
+                crate::config::Data::Task(t) => DeviceData::generate(t, cfg.n, cfg.seed, device),
+                _ => DeviceData::upload(&cfg.data.generate(cfg.n, cfg.seed)?, device),
+            },
         };
         Ok(GeneralEngine {
             model: Some(Mlp::from_params(init, device)),
