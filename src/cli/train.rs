@@ -6,7 +6,6 @@ use crate::backend::devices::Inventory;
 use crate::backend::{select, BackendKind};
 use crate::config::EngineKind;
 use crate::engine::checkpoint;
-use crate::io::write_atomic;
 use crate::model::reference;
 use crate::record::RunRecord;
 use crate::trainer::Trainer;
@@ -14,7 +13,6 @@ use crate::tune::cache;
 use crate::userdata;
 use clap::Args;
 pub use ferrofit_spec::args::{DataArgs, JobArgs};
-use std::collections::HashMap;
 use std::path::PathBuf;
 
 /// Arguments of `train`.
@@ -172,7 +170,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
             // Perhaps too large for the device: find what fits and say so.
             eprintln!("training failed; probing the largest N this device takes ...");
-            match crate::doctor::checks::probe_limit(&target, &cfg, cfg.n) {
+            match crate::trainer::probe::on_target(&target, &cfg) {
                 Some(l) if l.fits > 0 => anyhow::bail!(
                     "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
                     target.label(), l.fits, l.fits
@@ -198,24 +196,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         record.normalization = Some(u.norm.clone());
     }
     if let Some(dir) = &out {
-        let mut meta = HashMap::from([
-            (
-                "activation".to_string(),
-                serde_json::to_value(cfg.model.activation)?
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            ("format".to_string(), "ferrofit-mlp-v1".to_string()),
-        ]);
-        if let Some(n) = &record.normalization {
-            meta.insert("normalization".into(), serde_json::to_string(n)?);
-        }
-        crate::save::save(&r.params, &dir.join("model.safetensors"), meta)?;
-        write_atomic(
-            &dir.join("run.json"),
-            serde_json::to_string_pretty(&record)?.as_bytes(),
-        )?;
+        crate::save::save_run(dir, &r.params, &record)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&record)?);

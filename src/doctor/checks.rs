@@ -6,6 +6,7 @@ use crate::bench::stats::{fmt_time, Summary};
 use crate::config::{EngineKind, OptimizerKind, Precision, TrainConfig};
 use crate::model::{reference, Params};
 use crate::task::Task;
+use crate::trainer::probe::{self, Limit};
 use crate::trainer::RunResult;
 
 /// Coefficient of variation of per-step latency above which jitter is flagged.
@@ -241,64 +242,9 @@ pub fn half_precision(t: &dyn Subject) -> Finding {
     }
 }
 
-/// Smallest N the memory probe starts from.
-const PROBE_START: usize = 1 << 16;
-
-/// Where one full-batch step stops fitting.
-#[derive(Clone, Debug)]
-pub struct Limit {
-    /// Largest N that ran (0: none did).
-    pub fits: usize,
-    /// Smallest N seen to fail.
-    pub fails: usize,
-    /// The failure's message.
-    pub why: String,
-}
-
-/// Doubles N from 2^16 up to `max_n` until a one-step run fails, then halves
-/// the gap to 1/16. `None` when every N up to `max_n` ran. Allocation
-/// failures and backend panics come back as errors, never a crash.
+/// [`probe::limit`] on a [`Subject`]: one-step runs of `base` at growing N.
 pub fn probe_limit(t: &dyn Subject, base: &TrainConfig, max_n: usize) -> Option<Limit> {
-    let fits = |n: usize| -> Result<(), String> {
-        let cfg = TrainConfig {
-            n,
-            steps: 1,
-            log_every: 1,
-            batch_size: None,
-            accumulate: 1,
-            checkpoint_every: None,
-            ..base.clone()
-        };
-        // A backend that panics instead of returning an error counts as "does not fit".
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(t, &cfg))) {
-            Ok(r) => r.map(|_| ()).map_err(|e| e.to_string()),
-            Err(_) => Err("the backend panicked".into()),
-        }
-    };
-    let mut ok = 0usize;
-    let mut n = PROBE_START.min(max_n.max(1));
-    let (mut bad, why) = loop {
-        match fits(n) {
-            Ok(()) => ok = n,
-            Err(e) => break (n, e),
-        }
-        if n >= max_n {
-            return None;
-        }
-        n = (n * 2).min(max_n);
-    };
-    while ok > 0 && bad - ok > ok / 16 {
-        let mid = ok + (bad - ok) / 2;
-        match fits(mid) {
-            Ok(()) => ok = mid,
-            Err(_) => bad = mid,
-        }
-    }
-    Some(Limit {
-        fits: ok,
-        fails: bad,
-        why,
-    })
+    probe::limit(base, max_n, |cfg| run(t, cfg).map(|_| ()))
 }
 
 /// Pitfall 4 (large batches crash): the largest full batch one step runs on,

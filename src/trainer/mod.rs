@@ -13,6 +13,7 @@
 
 pub mod parallel;
 pub mod phases;
+pub mod probe;
 
 use crate::backend::guard::guarded;
 use crate::backend::platform::platform;
