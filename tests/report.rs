@@ -142,9 +142,8 @@ fn the_page_renders_in_chromium_with_every_chart() {
     eprintln!("screenshot: {}", shot.display());
 }
 
-#[test]
-fn hostile_strings_in_a_record_come_out_as_text() {
-    let dir = common::fresh_dir("report-hostile");
+/// A 5-step CPU run into `dir/run`: its run.json's path and contents.
+fn small_run(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
     let run = dir.join("run");
     let (code, _, e) = ferrofit(&[
         "train",
@@ -159,8 +158,14 @@ fn hostile_strings_in_a_record_come_out_as_text() {
     ]);
     assert_eq!(code, 0, "{e}");
     let path = run.join("run.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (path, v)
+}
+
+#[test]
+fn hostile_strings_in_a_record_come_out_as_text() {
+    let dir = common::fresh_dir("report-hostile");
+    let (_, mut v) = small_run(&dir);
     v["device"]["name"] = "<script>alert('x')</script>".into();
     v["engine_note"] = "<img src=x onerror=alert(1)>".into();
     let evil = dir.join("evil.json");
@@ -203,22 +208,7 @@ fn hostile_strings_in_a_record_come_out_as_text() {
 #[test]
 fn an_edited_run_record_is_refused_with_the_field_named() {
     let dir = common::fresh_dir("report-edited");
-    let run = dir.join("run");
-    let (code, _, e) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "2000",
-        "--steps",
-        "5",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{e}");
-    let path = run.join("run.json");
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (path, mut v) = small_run(&dir);
     v["final_loss"] = serde_json::Value::String("low".into());
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     let out = dir.join("report.html");

@@ -4,7 +4,6 @@ use super::{Host, Platform, Target};
 use crate::config::TrainConfig;
 use crate::engine::fused::cpu::CpuFused;
 use crate::engine::fused::envelope;
-use crate::engine::general::GeneralEngine;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
@@ -21,12 +20,7 @@ impl Platform for Cpu {
         host: Option<&Dataset>,
     ) -> Result<Box<dyn StepEngine>> {
         type B = burn::backend::Autodiff<Host>;
-        Ok(Box::new(GeneralEngine::<B>::new(
-            cfg,
-            init,
-            host,
-            &Default::default(),
-        )?))
+        super::general_on::<B>(cfg, init, host, &Default::default())
     }
 
     fn fused(

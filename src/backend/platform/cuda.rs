@@ -4,8 +4,6 @@
 use super::{Platform, Target};
 use crate::config::TrainConfig;
 use crate::engine::fused::envelope;
-use crate::engine::fused::gpu::GpuFused;
-use crate::engine::general::GeneralEngine;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
@@ -27,12 +25,7 @@ impl Platform for Cuda {
         host: Option<&Dataset>,
     ) -> Result<Box<dyn StepEngine>> {
         type B = burn::backend::Autodiff<burn::backend::Cuda>;
-        Ok(Box::new(GeneralEngine::<B>::new(
-            cfg,
-            init,
-            host,
-            &device(t),
-        )?))
+        super::general_on::<B>(cfg, init, host, &device(t))
     }
 
     fn fused(
@@ -42,13 +35,13 @@ impl Platform for Cuda {
         data: Dataset,
         init: Params,
     ) -> Result<Box<dyn FlatEngine>> {
-        Ok(Box::new(GpuFused::<cubecl::cuda::CudaRuntime>::new(
+        Ok(super::gpu_fused_on::<cubecl::cuda::CudaRuntime>(
             cfg,
             &data,
             init,
             &device(t),
             false,
-        )))
+        ))
     }
 
     fn fits(&self, cfg: &TrainConfig) -> Result<()> {

@@ -46,6 +46,32 @@ pub trait Platform: Sync {
     fn fits(&self, cfg: &TrainConfig) -> Result<()>;
 }
 
+/// The general engine on Burn backend `B` (each platform's [`Platform::general`]).
+pub(crate) fn general_on<B: burn::tensor::backend::AutodiffBackend>(
+    cfg: &TrainConfig,
+    init: &Params,
+    host: Option<&Dataset>,
+    device: &B::Device,
+) -> Result<Box<dyn StepEngine>> {
+    Ok(Box::new(crate::engine::general::GeneralEngine::<B>::new(
+        cfg, init, host, device,
+    )?))
+}
+
+/// The fused GPU engine on CubeCL runtime `R` (each GPU platform's [`Platform::fused`]).
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) fn gpu_fused_on<R: cubecl::Runtime>(
+    cfg: &TrainConfig,
+    data: &Dataset,
+    init: Params,
+    device: &R::Device,
+    software: bool,
+) -> Box<dyn FlatEngine> {
+    Box::new(crate::engine::fused::gpu::GpuFused::<R>::new(
+        cfg, data, init, device, software,
+    ))
+}
+
 /// The platform of `backend`, or the error naming the cargo feature it needs.
 pub fn platform(backend: Backend) -> Result<&'static dyn Platform> {
     match backend {

@@ -7,8 +7,6 @@ use crate::backend::device::{Backend, WgpuApi};
 use crate::backend::devices::{wgpu_adapters, DeviceClass};
 use crate::config::TrainConfig;
 use crate::engine::fused::envelope;
-use crate::engine::fused::gpu::GpuFused;
-use crate::engine::general::GeneralEngine;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -80,12 +78,7 @@ impl Platform for Wgpu {
         host: Option<&Dataset>,
     ) -> Result<Box<dyn StepEngine>> {
         type B = burn::backend::Autodiff<burn::backend::Wgpu>;
-        Ok(Box::new(GeneralEngine::<B>::new(
-            cfg,
-            init,
-            host,
-            &device(t)?,
-        )?))
+        super::general_on::<B>(cfg, init, host, &device(t)?)
     }
 
     fn fused(
@@ -97,13 +90,13 @@ impl Platform for Wgpu {
     ) -> Result<Box<dyn FlatEngine>> {
         // A GPU API on the CPU (lavapipe) gets the kernels' CPU-friendly settings.
         let software = t.info.class == DeviceClass::Software;
-        Ok(Box::new(GpuFused::<cubecl::wgpu::WgpuRuntime>::new(
+        Ok(super::gpu_fused_on::<cubecl::wgpu::WgpuRuntime>(
             cfg,
             &data,
             init,
             &device(t)?,
             software,
-        )))
+        ))
     }
 
     fn fits(&self, cfg: &TrainConfig) -> Result<()> {

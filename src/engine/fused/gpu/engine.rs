@@ -12,11 +12,12 @@
 use crate::batches::Batch;
 use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
+use crate::engine::fused::gpu::buffers::Buffers;
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
-use crate::engine::fused::gpu::shape::Shape;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
@@ -30,7 +31,7 @@ use cubecl::server::Handle;
 pub const POINTS_PER_UNIT: usize = 16;
 
 /// Most cubes a micro-batch is spread over (bounds the partials buffer).
-pub(crate) const MAX_CUBES: usize = 2048;
+pub(super) const MAX_CUBES: usize = 2048;
 
 /// Most values of the tiled kernel's partial rows (64 MiB, half the 128 MiB
 /// storage binding every WebGPU device allows): wide models get fewer cubes.
@@ -38,42 +39,27 @@ const TILED_PARTIALS: usize = 1 << 24;
 
 /// Fused GPU engine on CubeCL runtime `R`.
 pub struct GpuFused<R: Runtime> {
-    pub(crate) client: ComputeClient<R>,
-    pub(crate) cfg: TrainConfig,
-    pub(crate) np: usize,
-    pub(crate) n: usize,
-    pub(crate) x: Handle,
-    pub(crate) y: Handle,
-    pub(crate) no_idx: Handle,
-    pub(crate) params: Handle,
-    pub(crate) m: Handle,
-    pub(crate) v: Handle,
-    pub(crate) carry: Handle,
-    pub(crate) partials: Handle,
-    /// `[loss of the last step, 1 if a persistent launch failed]`.
-    pub(crate) loss_out: Handle,
+    pub(super) client: ComputeClient<R>,
+    pub(super) cfg: TrainConfig,
+    pub(super) np: usize,
+    pub(super) n: usize,
+    /// The device memory.
+    pub(super) buf: Buffers,
     /// Cubes whose partials are waiting to be reduced.
-    pub(crate) pending: Option<u32>,
-    pub(crate) step: i32,
-    pub(crate) template: Params,
-    /// Whether the kernels reduce with plane (warp, subgroup) sums.
-    pub(crate) plane: bool,
-    /// Shared-memory scratch of the reductions, in values.
-    pub(crate) scratch: usize,
+    pub(super) pending: Option<u32>,
+    pub(super) step: i32,
+    pub(super) template: Params,
+    /// How this device runs the kernels' passes (planes, scratch, loads
+    /// ahead, lanes, tile); `use_idx` is set per launch.
+    pub(super) pass: Pass,
     /// The device is a GPU API on the CPU (lavapipe).
-    pub(crate) software: bool,
-    /// Points each unit loads at once ([`LOAD_AHEAD`] on hardware GPUs).
-    pub(crate) ahead: usize,
-    /// Units sharing each point ([`split_lanes`]; 1: one unit per point).
-    pub(crate) lanes: usize,
+    pub(super) software: bool,
     /// The persistent path, when enabled and the device runs it.
-    pub(crate) persistent: Option<Persistent>,
+    pub(super) persistent: Option<Persistent>,
     /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
-    pub(crate) deferred: Option<(u32, u32, f32)>,
-    /// Points per tile when the model takes the tiled kernel ([`tiled_grad`]).
-    pub(crate) tile: Option<usize>,
+    pub(super) deferred: Option<(u32, u32, f32)>,
     /// Partial rows the partials buffer holds.
-    pub(crate) max_cubes: usize,
+    pub(super) max_cubes: usize,
 }
 
 /// True when every step of `cfg` is one micro-batch of consecutive points
@@ -102,7 +88,6 @@ impl<R: Runtime> GpuFused<R> {
         let hidden = cfg.model.hidden;
         let np = init.len();
         let flat = init.flatten();
-        let zeros = vec![0f32; np + 1];
         let plane_min = client.properties().hardware.plane_size_min;
         let plane = use_planes(
             client
@@ -128,15 +113,7 @@ impl<R: Runtime> GpuFused<R> {
             None => MAX_CUBES,
         };
         let mut engine = GpuFused {
-            x: client.create_from_slice(pod_bytes(&data.x)),
-            y: client.create_from_slice(pod_bytes(&data.y)),
-            no_idx: client.create_from_slice(&[0u8; 4]),
-            params: client.create_from_slice(pod_bytes(&flat)),
-            m: client.create_from_slice(pod_bytes(&zeros)),
-            v: client.create_from_slice(pod_bytes(&zeros)),
-            carry: client.create_from_slice(pod_bytes(&zeros)),
-            partials: client.empty(max_cubes * (np + 1) * 4),
-            loss_out: client.create_from_slice(pod_bytes(&[f32::NAN, 0.0])),
+            buf: Buffers::upload(&client, data, &flat, max_cubes),
             client,
             cfg: cfg.clone(),
             np,
@@ -144,16 +121,19 @@ impl<R: Runtime> GpuFused<R> {
             pending: None,
             step: 0,
             template: init,
-            plane,
-            // Split passes reduce in their own way; cube sums need one value per plane.
-            scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
-            lanes,
-            // Wide models spill registers already: loading ahead only adds code.
-            ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
+            pass: Pass {
+                use_idx: false,
+                plane,
+                // Split passes reduce in their own way; cube sums need one value per plane.
+                scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
+                // Wide models spill registers already: loading ahead only adds code.
+                ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
+                lanes,
+                tile: tile.unwrap_or(0),
+            },
             software,
             persistent: None,
             deferred: None,
-            tile,
             max_cubes,
         };
         if cfg.persistent && whole_steps(cfg) && tile.is_none() {
@@ -162,7 +142,7 @@ impl<R: Runtime> GpuFused<R> {
         engine
     }
 
-    pub(crate) fn read(&self, h: &Handle, len: usize) -> Result<Vec<f32>> {
+    pub(super) fn read(&self, h: &Handle, len: usize) -> Result<Vec<f32>> {
         let bytes = self
             .client
             .read_one(h.clone())
@@ -177,7 +157,7 @@ impl<R: Runtime> GpuFused<R> {
     }
 
     /// Runs queued persistent steps, then a deferred micro-batch the two-launch way.
-    pub(crate) fn settle(&mut self) {
+    pub(super) fn settle(&mut self) {
         self.flush();
         if let Some((start, len, scale)) = self.deferred.take() {
             self.launch_grad(start as usize, len as usize, None, scale);
@@ -187,7 +167,7 @@ impl<R: Runtime> GpuFused<R> {
     /// `loss_out`, failing when a persistent launch could not run its grid.
     fn loss_and_status(&mut self) -> Result<f32> {
         self.flush();
-        let out = self.read(&self.loss_out, 2)?;
+        let out = self.read(&self.buf.loss_out, 2)?;
         if out[1] != 0.0 {
             let cubes = self.persistent.as_ref().map_or(0, |p| p.cubes);
             return Err(FerroError::BackendFailed {
@@ -203,7 +183,7 @@ impl<R: Runtime> GpuFused<R> {
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
-        if let Some(tile) = self.tile {
+        if let Some(tile) = self.tile() {
             let c = &self.cfg;
             let unused = if c.lanes.is_some() || c.points_per_unit.is_some() {
                 "; --lanes and --points-per-unit tune the one-layer kernels only"
@@ -221,7 +201,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             }
             None => "two launches per step".into(),
         };
-        Some(match self.lanes {
+        Some(match self.pass.lanes {
             1 => scheme,
             l => format!("{scheme}; {l} lanes share each point"),
         })
@@ -274,7 +254,9 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
 
     fn params(&mut self) -> Result<Params> {
         self.loss_and_status()?;
-        Ok(self.template.with_flat(&self.read(&self.params, self.np)?))
+        Ok(self
+            .template
+            .with_flat(&self.read(&self.buf.params, self.np)?))
     }
 
     fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
@@ -286,15 +268,15 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
     fn optimizer_state(&mut self) -> Result<OptState> {
         self.reduce_pending();
         Ok(OptState {
-            m: self.read(&self.m, self.np)?,
-            v: self.read(&self.v, self.np)?,
+            m: self.read(&self.buf.m, self.np)?,
+            v: self.read(&self.buf.v, self.np)?,
             t: self.step,
         })
     }
 
     fn take_gradient(&mut self) -> Result<Vec<f32>> {
         self.reduce_pending();
-        let g = self.read(&self.carry, self.np + 1)?;
+        let g = self.read(&self.buf.carry, self.np + 1)?;
         self.zero_carry();
         Ok(g)
     }
@@ -302,7 +284,7 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
     fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()> {
         // The summed gradient becomes the carry; an update with no new partials applies it.
         self.settle();
-        self.carry = self.client.create_from_slice(pod_bytes(g));
+        self.buf.carry = self.client.create_from_slice(pod_bytes(g));
         self.pending = None;
         self.apply(lr)
     }
@@ -314,8 +296,8 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
             out.resize(self.np + 1, 0.0);
             out
         };
-        self.m = self.client.create_from_slice(pod_bytes(&pad(&s.m)));
-        self.v = self.client.create_from_slice(pod_bytes(&pad(&s.v)));
+        self.buf.m = self.client.create_from_slice(pod_bytes(&pad(&s.m)));
+        self.buf.v = self.client.create_from_slice(pod_bytes(&pad(&s.v)));
         self.step = s.t;
         Ok(())
     }

@@ -28,12 +28,12 @@ impl<R: Runtime> GpuFused<R> {
                 &self.client,
                 CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (np + 1)),
-                ArrayArg::from_raw_parts(self.params.clone(), np),
-                ArrayArg::from_raw_parts(self.m.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.v.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.carry.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.loss_out.clone(), 1),
+                ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
+                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                ArrayArg::from_raw_parts(self.buf.m.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.buf.v.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.buf.carry.clone(), np + 1),
+                ArrayArg::from_raw_parts(self.buf.loss_out.clone(), 1),
                 cubes,
                 lr as f32,
                 wd,
@@ -51,12 +51,13 @@ impl<R: Runtime> GpuFused<R> {
     pub(crate) fn pass(&self, use_idx: bool) -> Pass {
         Pass {
             use_idx,
-            plane: self.plane,
-            scratch: self.scratch,
-            ahead: self.ahead,
-            lanes: self.lanes,
-            tile: self.tile.unwrap_or(0),
+            ..self.pass
         }
+    }
+
+    /// Points a tile when the model takes the tiled kernel.
+    pub(crate) fn tile(&self) -> Option<usize> {
+        (self.pass.tile > 0).then_some(self.pass.tile)
     }
 
     /// Zeroes the carried gradient in place. A fresh buffer a step (as
@@ -69,7 +70,7 @@ impl<R: Runtime> GpuFused<R> {
                 &self.client,
                 CubeCount::Static(len.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.carry.clone(), len),
+                ArrayArg::from_raw_parts(self.buf.carry.clone(), len),
             )
         };
     }
@@ -88,18 +89,18 @@ impl<R: Runtime> GpuFused<R> {
     pub(crate) fn grad_buffers(&self, idx: Option<Handle>, len: usize) -> [ArrayArg<R>; 5] {
         let (idx, idx_len) = match idx {
             Some(h) => (h, len),
-            None => (self.no_idx.clone(), 1),
+            None => (self.buf.no_idx.clone(), 1),
         };
         let m = &self.cfg.model;
         // SAFETY: each buffer was allocated with (at least) the length given
         // here, and `idx` holds `len` indices below `n`.
         unsafe {
             [
-                ArrayArg::from_raw_parts(self.x.clone(), self.n * m.inputs),
-                ArrayArg::from_raw_parts(self.y.clone(), self.n * m.outputs),
+                ArrayArg::from_raw_parts(self.buf.x.clone(), self.n * m.inputs),
+                ArrayArg::from_raw_parts(self.buf.y.clone(), self.n * m.outputs),
                 ArrayArg::from_raw_parts(idx, idx_len),
-                ArrayArg::from_raw_parts(self.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.partials.clone(), self.max_cubes * (self.np + 1)),
+                ArrayArg::from_raw_parts(self.buf.params.clone(), self.np),
+                ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (self.np + 1)),
             ]
         }
     }
@@ -112,7 +113,7 @@ impl<R: Runtime> GpuFused<R> {
         idx: Option<Handle>,
         scale: f32,
     ) {
-        if let Some(tile) = self.tile {
+        if let Some(tile) = self.tile() {
             return self.launch_tiled(tile, start, len, idx, scale);
         }
         let units = CUBE_UNITS as usize;

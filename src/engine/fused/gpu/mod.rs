@@ -1,7 +1,8 @@
 //! The fused engine on GPUs, as CubeCL kernels (one source for Vulkan, DX12
 //! and Metal through wgpu, and CUDA).
 //!
-//! - `engine`: [`GpuFused`], the device buffers and the [`crate::engine::StepEngine`] /
+//! - `buffers`: the engine's device memory, allocated once;
+//! - `engine`: [`GpuFused`], its kernel settings and the [`crate::engine::StepEngine`] /
 //!   [`crate::engine::FlatEngine`] implementation;
 //! - `shape`: [`shape::Shape`] and [`shape::Pass`], the comptime values every kernel is
 //!   compiled for;
@@ -12,6 +13,7 @@
 //!   and the device math they share. A new kernel is a new file there plus
 //!   its launch.
 
+pub mod buffers;
 mod engine;
 pub mod kernels;
 pub mod launch;

@@ -150,7 +150,7 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         p.queue = vec![QueuedStep::new(0, len, 1.0 / len as f32, 0.0, 1); PROBE_STEPS];
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             launch(&scratch, &mut p, PROBE_SPIN);
-            scratch.read(&scratch.loss_out, 2)
+            scratch.read(&scratch.buf.loss_out, 2)
         }));
         match ran {
             Ok(Ok(out)) if out[1] == 0.0 => found = Some(g),
@@ -189,12 +189,12 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
             client,
             CubeCount::Static(p.cubes, 1, 1),
             CubeDim::new_1d(CUBE_UNITS),
-            ArrayArg::from_raw_parts(engine.x.clone(), engine.n * cfg.model.inputs),
-            ArrayArg::from_raw_parts(engine.y.clone(), engine.n * cfg.model.outputs),
-            ArrayArg::from_raw_parts(engine.params.clone(), np),
-            ArrayArg::from_raw_parts(engine.m.clone(), width),
-            ArrayArg::from_raw_parts(engine.v.clone(), width),
-            ArrayArg::from_raw_parts(engine.loss_out.clone(), 2),
+            ArrayArg::from_raw_parts(engine.buf.x.clone(), engine.n * cfg.model.inputs),
+            ArrayArg::from_raw_parts(engine.buf.y.clone(), engine.n * cfg.model.outputs),
+            ArrayArg::from_raw_parts(engine.buf.params.clone(), np),
+            ArrayArg::from_raw_parts(engine.buf.m.clone(), width),
+            ArrayArg::from_raw_parts(engine.buf.v.clone(), width),
+            ArrayArg::from_raw_parts(engine.buf.loss_out.clone(), 2),
             ArrayArg::from_raw_parts(p.rows.clone(), 2 * p.cubes as usize * width),
             ArrayArg::from_raw_parts(p.totals.clone(), 2 * p.cubes as usize * width),
             ArrayArg::from_raw_parts(p.status.clone(), 1),
