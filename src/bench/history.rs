@@ -1,7 +1,7 @@
 //! Bench history: every bench row is appended to an SQLite database (default
 //! `$XDG_DATA_HOME/ferrofit/history.sqlite`), keyed by device, driver, backend,
 //! engine, job and ferrofit version, so `--compare last` can show what changed
-//! since the previous run on the same device — the field report's driver effect.
+//! since the previous run on the same device — a driver update's effect, say.
 //! Each bench is one transaction: a crash or a kill loses at most that bench,
 //! and concurrent benches wait for each other (WAL, busy timeout).
 
@@ -9,6 +9,28 @@ use super::export::BenchRecord;
 use crate::error::{FerroError, Result};
 use rusqlite::{params, Connection};
 use std::path::{Path, PathBuf};
+
+/// `v` as JSON with every object's keys sorted: the same text for the same
+/// configuration, whatever the order of its fields.
+fn canonical(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let items: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&m[k])))
+                .collect();
+            format!("{{{}}}", items.join(","))
+        }
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(canonical).collect::<Vec<_>>().join(",")
+        ),
+        other => other.to_string(),
+    }
+}
 
 /// The default database path.
 pub fn default_path() -> PathBuf {
@@ -66,12 +88,35 @@ impl History {
              CREATE INDEX IF NOT EXISTS rows_key ON rows (device, backend, name, job, id);",
         )
         .map_err(&err)?;
-        Ok(History { conn })
+        let h = History { conn };
+        h.canonicalise_jobs().map_err(&err)?;
+        Ok(h)
+    }
+
+    /// Rewrites job keys stored in field order (earlier versions) as
+    /// canonical keys, so a change in how the configuration is laid out
+    /// never separates a job from its history.
+    fn canonicalise_jobs(&self) -> rusqlite::Result<()> {
+        let jobs: Vec<String> = self
+            .conn
+            .prepare("SELECT DISTINCT job FROM rows")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for job in jobs {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&job) {
+                let key = canonical(&v);
+                if key != job {
+                    self.conn
+                        .execute("UPDATE rows SET job = ?1 WHERE job = ?2", params![key, job])?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The job key: the configuration as JSON (every knob that changes the work).
     fn job_key(rec: &BenchRecord) -> String {
-        serde_json::to_string(&rec.config).expect("config serialises")
+        canonical(&serde_json::to_value(&rec.config).expect("config serialises"))
     }
 
     /// The driver string of the device a row ran on.
@@ -187,4 +232,35 @@ pub fn compare_lines(rec: &BenchRecord, prev: &[Option<Previous>]) -> Vec<String
             ),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TrainConfig;
+
+    #[test]
+    fn jobs_stored_in_field_order_are_found_under_the_canonical_key() {
+        let path = std::env::temp_dir().join(format!("ferrofit-hist-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let cfg = TrainConfig::default();
+        let old_key = serde_json::to_string(&cfg).unwrap();
+        drop(History::open(&path).unwrap());
+        Connection::open(&path)
+            .unwrap()
+            .execute(
+                "INSERT INTO rows (version, device, driver, backend, name, job, runs, median, mean, stddev, final_loss, record)
+                 VALUES ('0', 'd', '', 'cpu', 'ferrofit fused', ?1, 1, 1.0, 1.0, 0.0, 0.1, '{}')",
+                params![old_key],
+            )
+            .unwrap();
+        let h = History::open(&path).unwrap();
+        let job: String = h
+            .conn
+            .query_row("SELECT job FROM rows", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(job, canonical(&serde_json::to_value(&cfg).unwrap()));
+        assert!(job.find("\"accumulate\"") < job.find("\"batch_size\""), "{job}");
+        std::fs::remove_file(&path).ok();
+    }
 }
