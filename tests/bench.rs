@@ -114,7 +114,7 @@ fn plot_draws_loss_curves_and_a_png() {
 #[test]
 fn target_runs_get_a_steps_column_and_misses_are_starred() {
     let mut rec = record();
-    rec.config.target_loss = Some(0.01);
+    rec.config.run.target_loss = Some(0.01);
     rec.rows[0].reached_target = true;
     rec.rows[0].steps = 7;
     let md = markdown(&rec);

@@ -26,7 +26,6 @@ common::per_device! {
             let cfg = TrainConfig {
                 n: 10_007,
                 steps: 40,
-                log_every: 10,
                 optimizer,
                 lr: if optimizer == OptimizerKind::Sgd {
                     0.2
@@ -35,6 +34,10 @@ common::per_device! {
                 },
                 batch_size,
                 accumulate,
+                run: ferrofit::config::RunControl {
+                    log_every: 10,
+                    ..Default::default()
+                },
                 ..TrainConfig::default()
             };
             let init = Params::init(&cfg.model, cfg.seed);
@@ -74,10 +77,13 @@ fn a_data_parallel_run_checkpoints_and_resumes_to_the_same_weights() {
     let cfg = TrainConfig {
         n: 5_003,
         steps: 20,
-        log_every: 5,
         optimizer: OptimizerKind::Adam,
         lr: 0.02,
-        checkpoint_every: Some(10),
+        run: ferrofit::config::RunControl {
+            log_every: 5,
+            checkpoint_every: Some(10),
+            ..Default::default()
+        },
         ..TrainConfig::default()
     };
     let init = Params::init(&cfg.model, cfg.seed);

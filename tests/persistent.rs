@@ -55,7 +55,10 @@ fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
                     lr: if opt == OptimizerKind::Sgd { 0.2 } else { 0.02 },
                     weight_decay: 1e-3,
                     schedule: Schedule::Cosine,
-                    log_every,
+                    run: ferrofit::config::RunControl {
+                        log_every,
+                        ..Default::default()
+                    },
                     ..TrainConfig::default()
                 };
                 cfg.model.activation = act;
@@ -73,7 +76,10 @@ fn persistent_steps_equal_two_launches_per_step_on_every_gpu() {
                 let two = run(
                     target,
                     &TrainConfig {
-                        persistent: false,
+                        kernel: ferrofit::config::KernelKnobs {
+                            persistent: false,
+                            ..cfg.kernel.clone()
+                        },
                         ..cfg.clone()
                     },
                 );

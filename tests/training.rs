@@ -17,7 +17,10 @@ fn small(optimizer: OptimizerKind, lr: f64) -> TrainConfig {
         steps: 30,
         optimizer,
         lr,
-        log_every: 1,
+        run: ferrofit::config::RunControl {
+            log_every: 1,
+            ..Default::default()
+        },
         ..TrainConfig::default()
     }
 }
@@ -132,7 +135,10 @@ common::per_device! {
                 optimizer: opt,
                 lr,
                 weight_decay: 1e-3,
-                log_every: 1,
+                run: ferrofit::config::RunControl {
+                    log_every: 1,
+                    ..Default::default()
+                },
                 ..TrainConfig::default()
             };
             agree_over_100_steps(target, cfg);
@@ -153,7 +159,10 @@ fn deep() -> TrainConfig {
         // order past 3e-3 by step 74 on this model (measured on an H200).
         optimizer: OptimizerKind::Momentum,
         lr: 0.05,
-        log_every: 1,
+        run: ferrofit::config::RunControl {
+            log_every: 1,
+            ..Default::default()
+        },
         ..TrainConfig::default()
     };
     cfg.model.hidden = 16;
@@ -204,7 +213,10 @@ fn adam40() -> TrainConfig {
         steps: 40,
         optimizer: OptimizerKind::Adam,
         lr: 0.02,
-        log_every: 1,
+        run: ferrofit::config::RunControl {
+            log_every: 1,
+            ..Default::default()
+        },
         ..TrainConfig::default()
     }
 }
@@ -235,7 +247,10 @@ fn accumulating_the_full_batch_equals_one_full_batch() {
     let base = TrainConfig {
         n: 3000,
         steps: 10,
-        log_every: 1,
+        run: ferrofit::config::RunControl {
+            log_every: 1,
+            ..Default::default()
+        },
         ..TrainConfig::default()
     };
     let (_, a) = fit(target, &base, EngineKind::Fused);

@@ -117,13 +117,13 @@ pub fn markdown(rec: &BenchRecord) -> String {
         "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
         rec.config.data, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
     );
-    if let Some(t) = rec.config.target_loss {
+    if let Some(t) = rec.config.run.target_loss {
         out += &format!(
             "Times are time to loss <= {t}; * marks rows that did not reach it in {} steps.\n\n",
             rec.config.steps
         );
     }
-    let target = rec.config.target_loss.is_some();
+    let target = rec.config.run.target_loss.is_some();
     let mut header = HEADER.to_vec();
     if target {
         header.push("steps to target");

@@ -241,7 +241,8 @@ mod tests {
 
     #[test]
     fn jobs_stored_in_field_order_are_found_under_the_canonical_key() {
-        let path = std::env::temp_dir().join(format!("ferrofit-hist-{}.sqlite", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("ferrofit-hist-{}.sqlite", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let cfg = TrainConfig::default();
         let old_key = serde_json::to_string(&cfg).unwrap();
@@ -260,7 +261,10 @@ mod tests {
             .query_row("SELECT job FROM rows", [], |r| r.get(0))
             .unwrap();
         assert_eq!(job, canonical(&serde_json::to_value(&cfg).unwrap()));
-        assert!(job.find("\"accumulate\"") < job.find("\"batch_size\""), "{job}");
+        assert!(
+            job.find("\"accumulate\"") < job.find("\"batch_size\""),
+            "{job}"
+        );
         std::fs::remove_file(&path).ok();
     }
 }

@@ -30,14 +30,10 @@ pub fn measure(
 ) -> Result<BenchRow> {
     // Timed runs read the loss back only at the end — unless they must watch for
     // the target loss, which they then check every `log_every` steps.
-    let quiet = TrainConfig {
-        log_every: if cfg.target_loss.is_some() {
-            cfg.log_every
-        } else {
-            cfg.steps
-        },
-        ..cfg.clone()
-    };
+    let mut quiet = cfg.clone();
+    if cfg.run.target_loss.is_none() {
+        quiet.run.log_every = cfg.steps;
+    }
     let warm = trainer.run(&quiet)?;
     let mut samples = Vec::with_capacity(reps);
     let mut losses = Vec::with_capacity(reps);
@@ -52,7 +48,10 @@ pub fn measure(
     }
     steps_taken.sort_unstable();
     let every = TrainConfig {
-        log_every: 1,
+        run: crate::config::RunControl {
+            log_every: 1,
+            ..cfg.run.clone()
+        },
         ..cfg.clone()
     };
     let lat = trainer.run(&every)?;
@@ -75,7 +74,7 @@ pub fn measure(
         step_seconds: steps.clone(),
         first_step_seconds: Some(warm.first_step_seconds),
         final_loss,
-        reached_target: cfg.target_loss.is_some() && reached,
+        reached_target: cfg.run.target_loss.is_some() && reached,
         steps: steps_taken.get(steps_taken.len() / 2).copied().unwrap_or(0),
         curve: lat.curve,
         relative: None,
@@ -93,7 +92,7 @@ mod tests {
         let mut k = 0usize;
         move |cfg: &TrainConfig| {
             k += 1;
-            let curve = if cfg.log_every == 1 {
+            let curve = if cfg.run.log_every == 1 {
                 let mut t = 0.0;
                 (0..cfg.steps)
                     .map(|s| {

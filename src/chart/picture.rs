@@ -38,7 +38,7 @@ pub fn svg(rec: &BenchRecord) -> String {
             rec.config.data,
             rec.config.n,
             rec.config.model.hidden,
-            match rec.config.target_loss {
+            match rec.config.run.target_loss {
                 Some(t) => format!("time to loss ≤ {t}"),
                 None => format!("time per {} steps", rec.config.steps),
             }

@@ -79,10 +79,10 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         None => None,
     };
     let out = a.out.clone().or_else(|| a.resume.clone());
-    if cfg.checkpoint_every.is_some() && out.is_none() {
+    if cfg.run.checkpoint_every.is_some() && out.is_none() {
         anyhow::bail!(crate::FerroError::arg(
             "checkpoint-every",
-            cfg.checkpoint_every.unwrap_or(0),
+            cfg.run.checkpoint_every.unwrap_or(0),
             "checkpoints go into the output folder: add --out DIR"
         ));
     }
@@ -94,7 +94,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         cfg.n = u.train.len();
         cfg.model.inputs = u.train.inputs;
         cfg.model.outputs = u.train.outputs;
-        cfg.data_on_device = false;
+        cfg.kernel.data_on_device = false;
     }
     let inv = Inventory::probe();
     // A resume continues on the device that wrote the checkpoint unless --backend says otherwise.
@@ -138,7 +138,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let mut display = Display::new(cfg.steps, a.json);
     let checkpoints = out
         .as_ref()
-        .filter(|_| cfg.checkpoint_every.is_some() || resume.is_some())
+        .filter(|_| cfg.run.checkpoint_every.is_some() || resume.is_some())
         .map(|d| checkpoint::folder(d));
     if checkpoints.is_some() {
         crate::interrupt::install();

@@ -43,7 +43,10 @@ fn small() -> TrainConfig {
     TrainConfig {
         n: 4096,
         steps: 20,
-        log_every: 1,
+        run: crate::config::RunControl {
+            log_every: 1,
+            ..Default::default()
+        },
         ..TrainConfig::default()
     }
 }

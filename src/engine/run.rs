@@ -136,6 +136,7 @@ pub fn train(
         }
         if let (Some(dir), Some(flat)) = (&ctl.checkpoints, engine.flat()) {
             let due = cfg
+                .run
                 .checkpoint_every
                 .is_some_and(|k| steps_done.is_multiple_of(k) && steps_done < cfg.steps);
             if crate::interrupt::requested() {
@@ -152,7 +153,7 @@ pub fn train(
         let e = engine.step();
         let last = step + 1 == cfg.steps;
         let mut loss = None;
-        if last || (step + 1).is_multiple_of(cfg.log_every) {
+        if last || (step + 1).is_multiple_of(cfg.run.log_every) {
             let l = e.last_loss()?;
             if !l.is_finite() && e.skipped_steps() == 0 {
                 return Err(FerroError::Diverged {
@@ -167,10 +168,11 @@ pub fn train(
             });
             loss = Some(l);
             let out_of_time = cfg
+                .run
                 .max_seconds
                 .is_some_and(|m| start.elapsed().as_secs_f64() > m);
-            if cfg.target_loss.is_some_and(|t| l <= t) || out_of_time {
-                reached_target = !out_of_time || cfg.target_loss.is_some_and(|t| l <= t);
+            if cfg.run.target_loss.is_some_and(|t| l <= t) || out_of_time {
+                reached_target = !out_of_time || cfg.run.target_loss.is_some_and(|t| l <= t);
                 progress.update(step, loss);
                 break;
             }

@@ -171,7 +171,7 @@ impl<'p> Trainer<'p> {
     /// starting weights, flat in [`Params::flatten`] order (for checks).
     pub fn gradient(mut self, batch: &Batch) -> Result<Vec<f32>> {
         // One gradient, no steps: the persistent kernel has nothing to run.
-        self.cfg.persistent = false;
+        self.cfg.kernel.persistent = false;
         let (kind, _) = self.choice()?;
         let target = self.targets[0].clone();
         guarded(&target, || {
@@ -211,7 +211,7 @@ impl<'p> Trainer<'p> {
             let data = self.host_data()?;
             Engine::Fused(p.fused(target, &self.cfg, data, init)?)
         } else {
-            if self.data.is_none() && !self.cfg.data_on_device {
+            if self.data.is_none() && !self.cfg.kernel.data_on_device {
                 self.data = Some(self.host_data()?);
             }
             Engine::General(p.general(target, &self.cfg, &init, self.data.as_ref())?)
@@ -282,7 +282,10 @@ pub(crate) fn fused_replica(
     // A replica's micro-batch is a shard of the step, never a whole step, so
     // the persistent kernel would not run: skip probing for it.
     let cfg = &TrainConfig {
-        persistent: false,
+        kernel: crate::config::KernelKnobs {
+            persistent: false,
+            ..cfg.kernel.clone()
+        },
         ..cfg.clone()
     };
     p.fused(target, cfg, data, init)

@@ -177,7 +177,7 @@ fn replica(
             if step == ctl.start_step {
                 first_step_seconds = start.elapsed().as_secs_f64();
             }
-            let log = step + 1 == cfg.steps || (step + 1).is_multiple_of(cfg.log_every);
+            let log = step + 1 == cfg.steps || (step + 1).is_multiple_of(cfg.run.log_every);
             if !loss.is_finite() {
                 return Err(FerroError::Diverged {
                     step,
@@ -200,7 +200,7 @@ fn replica(
                     .update(step, log.then_some(loss));
             }
             // Every replica sees the same summed loss, so all stop together.
-            if log && cfg.target_loss.is_some_and(|tl| loss <= tl) {
+            if log && cfg.run.target_loss.is_some_and(|tl| loss <= tl) {
                 reached = true;
                 break;
             }
@@ -243,6 +243,7 @@ fn checkpoint_step(
     let asked = f32::from(u8::from(crate::interrupt::requested()));
     let stop = collective::sum(id, &[asked])?[0] > 0.0;
     let due = cfg
+        .run
         .checkpoint_every
         .is_some_and(|k| done.is_multiple_of(k) && done < cfg.steps);
     if !(stop || due) {

@@ -33,10 +33,13 @@ pub fn limit(
         let cfg = TrainConfig {
             n,
             steps: 1,
-            log_every: 1,
             batch_size: None,
             accumulate: 1,
-            checkpoint_every: None,
+            run: crate::config::RunControl {
+                log_every: 1,
+                checkpoint_every: None,
+                ..base.run.clone()
+            },
             ..base.clone()
         };
         // A backend that panics instead of returning an error counts as "does not fit".

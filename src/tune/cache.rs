@@ -92,11 +92,10 @@ pub fn lookup(path: &Path, key: &str) -> Result<Entry> {
 /// The job as `train --tuned` runs it: the winner's knobs and step count,
 /// stopping at the tuned target loss.
 pub fn apply(entry: &Entry, cfg: &TrainConfig) -> TrainConfig {
-    TrainConfig {
-        steps: entry.steps.max(1),
-        target_loss: cfg.target_loss.or(Some(entry.target_loss)),
-        ..entry.candidate.apply(cfg)
-    }
+    let mut out = entry.candidate.apply(cfg);
+    out.steps = entry.steps.max(1);
+    out.run.target_loss = cfg.run.target_loss.or(Some(entry.target_loss));
+    out
 }
 
 #[cfg(test)]
@@ -142,8 +141,8 @@ mod tests {
                 cfg.batch_size,
                 cfg.lr,
                 cfg.steps,
-                cfg.target_loss,
-                cfg.points_per_unit
+                cfg.run.target_loss,
+                cfg.kernel.points_per_unit
             ),
             (Some(4096), 0.4, 250, Some(0.015), Some(8))
         );

@@ -39,9 +39,9 @@ impl Candidate {
             batch_size: cfg.batch_size,
             accumulate: cfg.accumulate,
             lr: cfg.lr,
-            points_per_unit: cfg.points_per_unit,
-            persistent: cfg.persistent,
-            lanes: cfg.lanes,
+            points_per_unit: cfg.kernel.points_per_unit,
+            persistent: cfg.kernel.persistent,
+            lanes: cfg.kernel.lanes,
         }
     }
 
@@ -52,9 +52,12 @@ impl Candidate {
             batch_size: self.batch_size,
             accumulate: self.accumulate,
             lr: self.lr,
-            points_per_unit: self.points_per_unit,
-            persistent: self.persistent,
-            lanes: self.lanes,
+            kernel: crate::config::KernelKnobs {
+                points_per_unit: self.points_per_unit,
+                persistent: self.persistent,
+                lanes: self.lanes,
+                ..base.kernel.clone()
+            },
             ..base.clone()
         }
     }
@@ -139,9 +142,9 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                         batch_size,
                         accumulate: 1,
                         lr,
-                        points_per_unit: base.points_per_unit,
-                        persistent: base.persistent,
-                        lanes: base.lanes,
+                        points_per_unit: base.kernel.points_per_unit,
+                        persistent: base.kernel.persistent,
+                        lanes: base.kernel.lanes,
                     });
                 }
             }
@@ -155,9 +158,9 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                 batch_size: Some(n.div_ceil(4)),
                 accumulate: 4,
                 lr: base.lr,
-                points_per_unit: base.points_per_unit,
-                persistent: base.persistent,
-                lanes: base.lanes,
+                points_per_unit: base.kernel.points_per_unit,
+                persistent: base.kernel.persistent,
+                lanes: base.kernel.lanes,
             });
         }
     }

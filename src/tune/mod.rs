@@ -121,12 +121,15 @@ pub fn tune(
     let warm = runner.run(
         base_engine,
         &TrainConfig {
-            log_every: base.steps,
-            target_loss: None,
+            run: crate::config::RunControl {
+                log_every: base.steps,
+                target_loss: None,
+                ..base.run.clone()
+            },
             ..base.clone()
         },
     )?;
-    let target_loss = base.target_loss.unwrap_or(warm.final_loss);
+    let target_loss = base.run.target_loss.unwrap_or(warm.final_loss);
     if !target_loss.is_finite() {
         return Err(FerroError::Diverged {
             step: warm.steps,
@@ -134,9 +137,12 @@ pub fn tune(
         });
     }
     let job = TrainConfig {
-        target_loss: Some(target_loss),
-        log_every: s.check_every,
         steps: base.steps * s.step_factor,
+        run: crate::config::RunControl {
+            target_loss: Some(target_loss),
+            log_every: s.check_every,
+            ..base.run.clone()
+        },
         ..base.clone()
     };
     let own = Candidate::of(base, base_engine);
@@ -200,7 +206,7 @@ mod tests {
         move |engine, cfg| {
             let kernel = format!(
                 "{engine:?} {:?} {} {:?}",
-                cfg.precision, cfg.persistent, cfg.lanes
+                cfg.precision, cfg.kernel.persistent, cfg.kernel.lanes
             );
             let compile = if compiled.insert(kernel) { 1.0 } else { 0.0 };
             let base = TrainConfig::default();
@@ -221,20 +227,29 @@ mod tests {
             };
             // Two launches per step cost twice the launch overhead of one
             // persistent launch.
-            let launch = if cfg.persistent { launch } else { 2.0 * launch };
+            let launch = if cfg.kernel.persistent {
+                launch
+            } else {
+                2.0 * launch
+            };
             let tile = cfg
+                .kernel
                 .points_per_unit
                 .map_or(1.2, |p| 1.0 + (p as f64 / 8.0).log2().abs() * 0.1);
-            let lanes = if cfg.lanes == Some(4) { 0.8 } else { 1.0 };
+            let lanes = if cfg.kernel.lanes == Some(4) {
+                0.8
+            } else {
+                1.0
+            };
             let per_step = (b * per_point + launch) * cfg.accumulate as f64 * tile * lanes;
-            let target_steps = if cfg.target_loss.is_some() {
+            let target_steps = if cfg.run.target_loss.is_some() {
                 need as usize
             } else {
                 cfg.steps
             };
             let mut steps = target_steps.min(cfg.steps);
-            let mut reached = cfg.target_loss.is_some() && steps == target_steps;
-            if let Some(m) = cfg.max_seconds {
+            let mut reached = cfg.run.target_loss.is_some() && steps == target_steps;
+            if let Some(m) = cfg.run.max_seconds {
                 if compile + steps as f64 * per_step > m {
                     steps = ((m - compile).max(0.0) / per_step).ceil() as usize;
                     reached = false;

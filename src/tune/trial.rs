@@ -69,22 +69,16 @@ pub(super) fn trial(
     // lane count or launch scheme is another kernel; on the H200 NVRTC took
     // ~0.3 s, forty times the run) so the timed runs measure training only.
     // A failure here shows again, and is recorded, in the timed run.
-    let _ = runner.run(
-        c.engine,
-        &TrainConfig {
-            steps: job.steps.min(WARM_STEPS),
-            target_loss: None,
-            max_seconds: None,
-            log_every: job.steps.min(WARM_STEPS),
-            ..c.apply(job)
-        },
-    );
+    let mut warm = c.apply(job);
+    warm.steps = job.steps.min(WARM_STEPS);
+    warm.run.target_loss = None;
+    warm.run.max_seconds = None;
+    warm.run.log_every = warm.steps;
+    let _ = runner.run(c.engine, &warm);
     for k in 0..repeats.max(1) {
         let cap = best.map(|b| if k == 0 { 2.0 * b } else { b });
-        let cfg = TrainConfig {
-            max_seconds: cap,
-            ..c.apply(job)
-        };
+        let mut cfg = c.apply(job);
+        cfg.run.max_seconds = cap;
         let o = match runner.run(c.engine, &cfg) {
             Ok(o) => o,
             Err(e) => {

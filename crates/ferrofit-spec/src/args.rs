@@ -3,7 +3,8 @@
 //! beside the configuration, so the fuzz target can drive the real parser.
 
 use crate::config::{
-    Activation, CsvSpec, Data, Loss, ModelSpec, OptimizerKind, Precision, Schedule, TrainConfig,
+    Activation, CsvSpec, Data, KernelKnobs, Loss, ModelSpec, OptimizerKind, Precision, RunControl,
+    Schedule, TrainConfig,
 };
 use crate::task::Task;
 use clap::Args;
@@ -109,15 +110,19 @@ impl JobArgs {
             accumulate: self.accumulate,
             precision: self.precision,
             seed: self.seed,
-            target_loss: self.target_loss,
-            data_on_device: !self.host_data,
-            log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
-            points_per_unit: self.points_per_unit,
-            lanes: self.lanes,
-            persistent: !self.no_persistent,
-            max_seconds: self.max_seconds,
             clip_grad: self.clip_grad,
-            checkpoint_every: self.checkpoint_every,
+            run: RunControl {
+                target_loss: self.target_loss,
+                log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
+                max_seconds: self.max_seconds,
+                checkpoint_every: self.checkpoint_every,
+            },
+            kernel: KernelKnobs {
+                data_on_device: !self.host_data,
+                points_per_unit: self.points_per_unit,
+                lanes: self.lanes,
+                persistent: !self.no_persistent,
+            },
         }
     }
 }

@@ -198,19 +198,58 @@ pub struct TrainConfig {
     pub accumulate: usize,
     pub precision: Precision,
     pub seed: u64,
+    /// Clip each parameter tensor's gradient to this L2 norm (Burn's `Norm` clipping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_grad: Option<f64>,
+    /// When to stop and report: target loss, time budget, log interval, checkpoints.
+    #[serde(flatten)]
+    pub run: RunControl,
+    /// How the engines run the job on a device; never what it computes.
+    #[serde(flatten)]
+    pub kernel: KernelKnobs,
+}
+
+/// How a run is driven and reported. Recorded flat beside the job's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunControl {
     /// Stop as soon as the loss is at or below this.
     pub target_loss: Option<f64>,
-    /// Create the data on the device (true) or on the host and upload it.
-    pub data_on_device: bool,
     /// Loss is read back every this many steps (1 = every step).
     pub log_every: usize,
+    /// Stop (without reaching the target) once this many seconds have passed;
+    /// checked when the loss is read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Write a resumable checkpoint every this many steps (needs an output folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<usize>,
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl {
+            target_loss: None,
+            log_every: 1,
+            max_seconds: None,
+            checkpoint_every: None,
+        }
+    }
+}
+
+/// Engine and kernel knobs: where the data is made and how the fused GPU
+/// kernels split the work. `ferrofit tune` picks them; the defaults suit
+/// most devices. Recorded flat beside the job's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelKnobs {
+    /// Create the data on the device (true) or on the host and upload it.
+    pub data_on_device: bool,
     /// GPU fused kernel: points each thread walks before more workgroups are
-    /// launched (`None`: the built-in default). `ferrofit tune` picks it.
+    /// launched (`None`: the built-in default).
     #[serde(default)]
     pub points_per_unit: Option<usize>,
     /// GPU fused kernel: threads sharing each point, each with a slice of the
     /// hidden units (`None`: chosen from the layer's width; at most the
-    /// device's plane size). `ferrofit tune` picks it for wide layers.
+    /// device's plane size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lanes: Option<usize>,
     /// GPU fused kernel: run full-batch steps in one persistent launch (true)
@@ -218,16 +257,17 @@ pub struct TrainConfig {
     /// persistent grid cannot run, and a reference).
     #[serde(default = "persistent_default")]
     pub persistent: bool,
-    /// Stop (without reaching the target) once this many seconds have passed;
-    /// checked when the loss is read back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_seconds: Option<f64>,
-    /// Clip each parameter tensor's gradient to this L2 norm (Burn's `Norm` clipping).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub clip_grad: Option<f64>,
-    /// Write a resumable checkpoint every this many steps (needs an output folder).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint_every: Option<usize>,
+}
+
+impl Default for KernelKnobs {
+    fn default() -> Self {
+        KernelKnobs {
+            data_on_device: true,
+            points_per_unit: None,
+            lanes: None,
+            persistent: true,
+        }
+    }
 }
 
 /// Where user data comes from and which columns are which.
@@ -267,15 +307,9 @@ impl Default for TrainConfig {
             accumulate: 1,
             precision: Precision::F32,
             seed: 42,
-            target_loss: None,
-            data_on_device: true,
-            log_every: 1,
-            points_per_unit: None,
-            lanes: None,
-            persistent: true,
-            max_seconds: None,
             clip_grad: None,
-            checkpoint_every: None,
+            run: RunControl::default(),
+            kernel: KernelKnobs::default(),
         }
     }
 }
@@ -356,14 +390,14 @@ impl TrainConfig {
                 "accumulate over at least 1 micro-batch",
             ));
         }
-        if self.log_every == 0 {
+        if self.run.log_every == 0 {
             return Err(FerroError::arg(
                 "log-every",
                 0,
                 "read the loss back at least every step (1) or less often (>1)",
             ));
         }
-        if let Some(t) = self.target_loss {
+        if let Some(t) = self.run.target_loss {
             if !t.is_finite() || t < 0.0 {
                 return Err(FerroError::arg(
                     "target-loss",
@@ -372,7 +406,7 @@ impl TrainConfig {
                 ));
             }
         }
-        if let Some(l) = self.lanes {
+        if let Some(l) = self.kernel.lanes {
             if !(1..=32).contains(&l) || !l.is_power_of_two() {
                 return Err(FerroError::arg(
                     "lanes",
@@ -381,14 +415,14 @@ impl TrainConfig {
                 ));
             }
         }
-        if self.points_per_unit == Some(0) {
+        if self.kernel.points_per_unit == Some(0) {
             return Err(FerroError::arg(
                 "points-per-unit",
                 0,
                 "each GPU thread needs at least 1 point (leave it out for the default)",
             ));
         }
-        if let Some(t) = self.max_seconds {
+        if let Some(t) = self.run.max_seconds {
             if !(t.is_finite() && t > 0.0) {
                 return Err(FerroError::arg(
                     "max-seconds",
@@ -406,7 +440,7 @@ impl TrainConfig {
                 ));
             }
         }
-        if self.checkpoint_every == Some(0) {
+        if self.run.checkpoint_every == Some(0) {
             return Err(FerroError::arg(
                 "checkpoint-every",
                 0,
@@ -468,6 +502,21 @@ mod data_tests {
             serde_json::from_value::<TrainConfig>(v).unwrap().data,
             Data::Csv(csv)
         );
+    }
+
+    #[test]
+    fn a_configuration_recorded_by_an_earlier_version_loads() {
+        // The `config` of a run.json written before run control and kernel
+        // knobs were grouped (docs/results/2026-11-30-h200x2/checkpoints-deep/).
+        let old = r#"{"task": "x2-noise", "n": 1000000, "model": {"inputs": 1, "hidden": 10, "layers": 1, "outputs": 1, "activation": "relu"}, "loss": "mse", "optimizer": "adam", "lr": 0.01, "weight_decay": 0.0, "schedule": "constant", "steps": 100, "batch_size": null, "accumulate": 1, "precision": "f32", "seed": 42, "target_loss": null, "data_on_device": true, "log_every": 10, "points_per_unit": null, "persistent": true}"#;
+        let cfg: TrainConfig = serde_json::from_str(old).unwrap();
+        assert_eq!(cfg.data, Data::Task(Task::X2Noise));
+        assert_eq!(cfg.optimizer, OptimizerKind::Adam);
+        assert_eq!((cfg.run.log_every, cfg.run.target_loss), (10, None));
+        assert!(cfg.kernel.persistent && cfg.kernel.data_on_device && cfg.kernel.lanes.is_none());
+        let again: serde_json::Value = serde_json::to_value(&cfg).unwrap();
+        let old: serde_json::Value = serde_json::from_str(old).unwrap();
+        assert_eq!(again, old, "it is written back with the same fields");
     }
 
     #[test]

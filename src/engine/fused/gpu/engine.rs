@@ -97,7 +97,7 @@ impl<R: Runtime> GpuFused<R> {
             plane_min,
         );
         let (inputs, outputs) = (cfg.model.inputs, cfg.model.outputs);
-        let lanes = match cfg.lanes {
+        let lanes = match cfg.kernel.lanes {
             // Shuffles stay within a plane: at most the device's smallest.
             Some(l) if plane => l.min(plane_min as usize),
             Some(l) => l,
@@ -136,7 +136,7 @@ impl<R: Runtime> GpuFused<R> {
             deferred: None,
             max_cubes,
         };
-        if cfg.persistent && whole_steps(cfg) && tile.is_none() {
+        if cfg.kernel.persistent && whole_steps(cfg) && tile.is_none() {
             engine.persistent = Persistent::start(&engine, device);
         }
         engine
@@ -185,7 +185,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
         if let Some(tile) = self.tile() {
             let c = &self.cfg;
-            let unused = if c.lanes.is_some() || c.points_per_unit.is_some() {
+            let unused = if c.kernel.lanes.is_some() || c.kernel.points_per_unit.is_some() {
                 "; --lanes and --points-per-unit tune the one-layer kernels only"
             } else {
                 ""
@@ -196,7 +196,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
         }
         let scheme = match &self.persistent {
             Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
-            None if self.cfg.persistent && whole_steps(&self.cfg) => {
+            None if self.cfg.kernel.persistent && whole_steps(&self.cfg) => {
                 "two launches per step: the persistent kernel's workgroups cannot all run at once here".to_string()
             }
             None => "two launches per step".into(),

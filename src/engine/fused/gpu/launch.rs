@@ -118,7 +118,7 @@ impl<R: Runtime> GpuFused<R> {
         }
         let units = CUBE_UNITS as usize;
         let cubes = len
-            .div_ceil(units * self.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT))
+            .div_ceil(units * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT))
             .clamp(1, MAX_CUBES);
         let use_idx = idx.is_some();
         let [x, y, idx, params, partials] = self.grad_buffers(idx, len);

@@ -94,7 +94,8 @@ impl Persistent {
             }
         }?;
         // As many cubes as the points need at the usual points per unit, up to the probe's grid.
-        let per_cube = CUBE_UNITS as usize * engine.cfg.points_per_unit.unwrap_or(POINTS_PER_UNIT);
+        let per_cube =
+            CUBE_UNITS as usize * engine.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT);
         // At least one cube per gradient column, so the columns reduce in parallel.
         let width = engine.np as u32 + 1;
         let cubes = (engine.n.div_ceil(per_cube) as u32)
@@ -133,7 +134,10 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
     };
     let probe_cfg = TrainConfig {
         n: points,
-        persistent: false,
+        kernel: crate::config::KernelKnobs {
+            persistent: false,
+            ..cfg.kernel.clone()
+        },
         ..cfg.clone()
     };
     let scratch = GpuFused::<R>::new(
