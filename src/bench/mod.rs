@@ -1,4 +1,4 @@
-//! `ferrofit bench`: the field report's table, measured properly. One row per
+//! `ferrofit bench`: one job timed on every device, measured properly. One row per
 //! backend/device/engine (and per peer framework), each warmed up, repeated,
 //! summarised, and compared against a baseline row.
 

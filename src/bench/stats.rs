@@ -15,7 +15,7 @@ pub struct Summary {
     pub max: f64,
     pub p95: f64,
     pub p99: f64,
-    /// stddev / mean: the field report's "jitter".
+    /// stddev / mean: the run-to-run "jitter".
     pub cv: f64,
 }
 

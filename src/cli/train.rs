@@ -1,4 +1,4 @@
-//! `ferrofit train`: every knob of the field report, a progress display, a
+//! `ferrofit train`: every knob of the job, a progress display, a
 //! summary (or one JSON object), and `--out DIR` with the model and run record.
 
 use super::progress::Display;

@@ -1,4 +1,4 @@
-//! `ferrofit doctor`: the field report's pitfalls as checks, run on every
+//! `ferrofit doctor`: the usual pitfalls of training on a GPU as checks, run on every
 //! device. Each check is a [`Finding`] with a severity and, when it fails, the
 //! change that fixes it.
 

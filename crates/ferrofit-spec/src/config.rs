@@ -3,7 +3,9 @@
 //! The CLI parses into [`TrainConfig`]; engines read only this struct, and the
 //! run record stores it verbatim so a run can be repeated.
 
+pub use crate::data::{CsvSpec, Data};
 use crate::error::{FerroError, Result};
+pub use crate::knobs::{KernelKnobs, RunControl};
 use crate::task::Task;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
@@ -100,83 +102,6 @@ impl ModelSpec {
     }
 }
 
-/// Where a job's points come from: a built-in task or a CSV file.
-///
-/// Recorded as the flat fields it always had — `"task": "sin"`, or
-/// `"task": "csv"` beside `"csv": {…}` — so records of every version load.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "DataFields", into = "DataFields")]
-pub enum Data {
-    Task(Task),
-    Csv(CsvSpec),
-}
-
-/// [`Data`] as records hold it.
-#[derive(Serialize, Deserialize)]
-struct DataFields {
-    task: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    csv: Option<CsvSpec>,
-}
-
-impl TryFrom<DataFields> for Data {
-    type Error = String;
-    fn try_from(d: DataFields) -> std::result::Result<Data, String> {
-        match (d.task.as_str(), d.csv) {
-            (_, Some(c)) => Ok(Data::Csv(c)),
-            ("csv", None) => Err("`task` is csv but no `csv` section says which file".into()),
-            (name, None) => Task::parse(name).map(Data::Task).map_err(|e| e.to_string()),
-        }
-    }
-}
-
-impl From<Data> for DataFields {
-    fn from(d: Data) -> DataFields {
-        match d {
-            Data::Task(t) => DataFields {
-                task: t.name().into(),
-                csv: None,
-            },
-            Data::Csv(c) => DataFields {
-                task: "csv".into(),
-                csv: Some(c),
-            },
-        }
-    }
-}
-
-impl std::fmt::Display for Data {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Data::Task(t) => f.pad(t.name()),
-            Data::Csv(c) => f.pad(&c.path),
-        }
-    }
-}
-
-impl Data {
-    /// The task's name, or `csv`: what records call the data source.
-    pub fn name(&self) -> &str {
-        match self {
-            Data::Task(t) => t.name(),
-            Data::Csv(_) => "csv",
-        }
-    }
-
-    /// The built-in task's `n` points, or an error for CSV data (which the
-    /// caller loads and passes as data).
-    pub fn generate(&self, n: usize, seed: u64) -> Result<crate::task::Dataset> {
-        match self {
-            Data::Task(t) => Ok(t.generate(n, seed)),
-            Data::Csv(c) => Err(FerroError::arg(
-                "csv",
-                &c.path,
-                "CSV data is loaded by the caller (userdata::load) and passed as data",
-            )),
-        }
-    }
-}
-
 /// Everything a training run needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -209,83 +134,8 @@ pub struct TrainConfig {
     pub kernel: KernelKnobs,
 }
 
-/// How a run is driven and reported. Recorded flat beside the job's fields.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunControl {
-    /// Stop as soon as the loss is at or below this.
-    pub target_loss: Option<f64>,
-    /// Loss is read back every this many steps (1 = every step).
-    pub log_every: usize,
-    /// Stop (without reaching the target) once this many seconds have passed;
-    /// checked when the loss is read back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_seconds: Option<f64>,
-    /// Write a resumable checkpoint every this many steps (needs an output folder).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint_every: Option<usize>,
-}
-
-impl Default for RunControl {
-    fn default() -> Self {
-        RunControl {
-            target_loss: None,
-            log_every: 1,
-            max_seconds: None,
-            checkpoint_every: None,
-        }
-    }
-}
-
-/// Engine and kernel knobs: where the data is made and how the fused GPU
-/// kernels split the work. `ferrofit tune` picks them; the defaults suit
-/// most devices. Recorded flat beside the job's fields.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KernelKnobs {
-    /// Create the data on the device (true) or on the host and upload it.
-    pub data_on_device: bool,
-    /// GPU fused kernel: points each thread walks before more workgroups are
-    /// launched (`None`: the built-in default).
-    #[serde(default)]
-    pub points_per_unit: Option<usize>,
-    /// GPU fused kernel: threads sharing each point, each with a slice of the
-    /// hidden units (`None`: chosen from the layer's width; at most the
-    /// device's plane size).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lanes: Option<usize>,
-    /// GPU fused kernel: run full-batch steps in one persistent launch (true)
-    /// or two launches per step (false; the fallback for devices where the
-    /// persistent grid cannot run, and a reference).
-    #[serde(default = "persistent_default")]
-    pub persistent: bool,
-}
-
-impl Default for KernelKnobs {
-    fn default() -> Self {
-        KernelKnobs {
-            data_on_device: true,
-            points_per_unit: None,
-            lanes: None,
-            persistent: true,
-        }
-    }
-}
-
-/// Where user data comes from and which columns are which.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CsvSpec {
-    pub path: String,
-    /// Input columns: comma-separated names or 0-based indices.
-    pub inputs: String,
-    /// Target columns, the same way.
-    pub targets: String,
-    /// Fraction of rows held out for validation (shuffled with the seed).
-    pub val_split: f64,
-    /// `None`: detected from the first line.
-    pub delimiter: Option<char>,
-}
-
 impl Default for TrainConfig {
-    /// The field report's job: x² + 0.3·U(0,1), 1e6 points, H = 10, SGD, 100 full-batch steps.
+    /// The seed job: x² + 0.3·U(0,1), 1e6 points, H = 10, SGD, 100 full-batch steps.
     fn default() -> Self {
         TrainConfig {
             data: Data::Task(Task::X2Noise),
@@ -312,10 +162,6 @@ impl Default for TrainConfig {
             kernel: KernelKnobs::default(),
         }
     }
-}
-
-fn persistent_default() -> bool {
-    true
 }
 
 impl TrainConfig {
@@ -467,70 +313,5 @@ impl TrainConfig {
             Data::Task(_) => {}
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod data_tests {
-    use super::*;
-
-    #[test]
-    fn data_is_recorded_as_the_flat_fields_of_earlier_versions() {
-        let cfg = TrainConfig::default();
-        let v = serde_json::to_value(&cfg).unwrap();
-        assert_eq!(v["task"], "x2-noise");
-        assert!(v.get("csv").is_none() && v.get("data").is_none());
-        assert_eq!(serde_json::from_value::<TrainConfig>(v).unwrap(), cfg);
-
-        let csv = CsvSpec {
-            path: "load.csv".into(),
-            inputs: "temp".into(),
-            targets: "load".into(),
-            val_split: 0.1,
-            delimiter: None,
-        };
-        let with_csv = TrainConfig {
-            data: Data::Csv(csv.clone()),
-            ..TrainConfig::default()
-        };
-        let v = serde_json::to_value(&with_csv).unwrap();
-        assert_eq!(
-            (v["task"].as_str(), v["csv"]["path"].as_str()),
-            (Some("csv"), Some("load.csv"))
-        );
-        assert_eq!(
-            serde_json::from_value::<TrainConfig>(v).unwrap().data,
-            Data::Csv(csv)
-        );
-    }
-
-    #[test]
-    fn a_configuration_recorded_by_an_earlier_version_loads() {
-        // The `config` of a run.json written before run control and kernel
-        // knobs were grouped (docs/results/2026-11-30-h200x2/checkpoints-deep/).
-        let old = r#"{"task": "x2-noise", "n": 1000000, "model": {"inputs": 1, "hidden": 10, "layers": 1, "outputs": 1, "activation": "relu"}, "loss": "mse", "optimizer": "adam", "lr": 0.01, "weight_decay": 0.0, "schedule": "constant", "steps": 100, "batch_size": null, "accumulate": 1, "precision": "f32", "seed": 42, "target_loss": null, "data_on_device": true, "log_every": 10, "points_per_unit": null, "persistent": true}"#;
-        let cfg: TrainConfig = serde_json::from_str(old).unwrap();
-        assert_eq!(cfg.data, Data::Task(Task::X2Noise));
-        assert_eq!(cfg.optimizer, OptimizerKind::Adam);
-        assert_eq!((cfg.run.log_every, cfg.run.target_loss), (10, None));
-        assert!(cfg.kernel.persistent && cfg.kernel.data_on_device && cfg.kernel.lanes.is_none());
-        let again: serde_json::Value = serde_json::to_value(&cfg).unwrap();
-        let old: serde_json::Value = serde_json::from_str(old).unwrap();
-        assert_eq!(again, old, "it is written back with the same fields");
-    }
-
-    #[test]
-    fn an_unknown_task_or_a_csv_task_without_its_file_is_refused() {
-        let mut v = serde_json::to_value(TrainConfig::default()).unwrap();
-        v["task"] = "cubic".into();
-        let e = serde_json::from_value::<TrainConfig>(v.clone())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("cubic") && e.contains("x2-noise"), "{e}");
-        v["task"] = "csv".into();
-        let e = serde_json::from_value::<TrainConfig>(v)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("csv"), "{e}");
     }
 }

@@ -6,7 +6,9 @@
 pub mod args;
 pub mod config;
 pub mod csv;
+pub mod data;
 pub mod error;
+pub mod knobs;
 pub mod rng;
 pub mod task;
 pub mod userdata;

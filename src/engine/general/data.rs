@@ -1,4 +1,4 @@
-//! Training data as Burn tensors: created on the device (the field report's
+//! Training data as Burn tensors: created on the device (the usual
 //! advice) or uploaded from the host, and sliced into micro-batches.
 
 use crate::batches::Batch;

@@ -1,0 +1,70 @@
+//! The parts of a configuration that drive a run rather than define the job:
+//! [`RunControl`] (when to stop and report) and [`KernelKnobs`] (how the
+//! engines run it on a device). Both are recorded flat beside the job's fields.
+
+use serde::{Deserialize, Serialize};
+
+/// How a run is driven and reported. Recorded flat beside the job's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunControl {
+    /// Stop as soon as the loss is at or below this.
+    pub target_loss: Option<f64>,
+    /// Loss is read back every this many steps (1 = every step).
+    pub log_every: usize,
+    /// Stop (without reaching the target) once this many seconds have passed;
+    /// checked when the loss is read back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<f64>,
+    /// Write a resumable checkpoint every this many steps (needs an output folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every: Option<usize>,
+}
+
+impl Default for RunControl {
+    fn default() -> Self {
+        RunControl {
+            target_loss: None,
+            log_every: 1,
+            max_seconds: None,
+            checkpoint_every: None,
+        }
+    }
+}
+
+/// Engine and kernel knobs: where the data is made and how the fused GPU
+/// kernels split the work. `ferrofit tune` picks them; the defaults suit
+/// most devices. Recorded flat beside the job's fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelKnobs {
+    /// Create the data on the device (true) or on the host and upload it.
+    pub data_on_device: bool,
+    /// GPU fused kernel: points each thread walks before more workgroups are
+    /// launched (`None`: the built-in default).
+    #[serde(default)]
+    pub points_per_unit: Option<usize>,
+    /// GPU fused kernel: threads sharing each point, each with a slice of the
+    /// hidden units (`None`: chosen from the layer's width; at most the
+    /// device's plane size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lanes: Option<usize>,
+    /// GPU fused kernel: run full-batch steps in one persistent launch (true)
+    /// or two launches per step (false; the fallback for devices where the
+    /// persistent grid cannot run, and a reference).
+    #[serde(default = "persistent_default")]
+    pub persistent: bool,
+}
+
+impl Default for KernelKnobs {
+    fn default() -> Self {
+        KernelKnobs {
+            data_on_device: true,
+            points_per_unit: None,
+            lanes: None,
+            persistent: true,
+        }
+    }
+}
+
+fn persistent_default() -> bool {
+    true
+}
