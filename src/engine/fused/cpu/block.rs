@@ -5,10 +5,9 @@
 //! [`Workspace`]; the seed job's shape takes its own faster path there.
 
 use crate::batches::Batch;
-use crate::config::{Activation, Loss};
-use crate::engine::fused::cpu::kernel::BLOCK;
+use crate::config::Activation;
+use crate::engine::fused::cpu::kernel::{Chunk, BLOCK};
 use crate::model::{activation, loss, Params};
-use crate::task::Dataset;
 
 /// One chunk's scratch space and running sums.
 pub(crate) struct Workspace {
@@ -56,19 +55,10 @@ impl Workspace {
     }
 
     /// Points `start..end` (positions in the batch) through forward and backward.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
-    pub(crate) fn block(
-        &mut self,
-        p: &Params,
-        act: Activation,
-        lossk: Loss,
-        data: &Dataset,
-        batch: &Batch,
-        start: usize,
-        end: usize,
-        scale: f32,
-    ) {
+    pub(crate) fn block(&mut self, c: &Chunk, start: usize, end: usize) {
+        let (p, act, lossk) = (c.params, c.act, c.lossk);
+        let (data, batch, scale) = (c.data, c.batch, c.scale);
         let bp = end - start;
         let point = |j: usize| match batch {
             Batch::Range(s, _) => s + j,

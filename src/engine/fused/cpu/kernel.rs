@@ -90,15 +90,15 @@ pub fn loss_and_grad(
 }
 
 /// One parallel task: a contiguous range of the batch.
-struct Chunk<'a> {
-    params: &'a Params,
-    act: Activation,
-    lossk: Loss,
-    data: &'a Dataset,
-    batch: &'a Batch,
-    scale: f32,
-    first: usize,
-    last: usize,
+pub(crate) struct Chunk<'a> {
+    pub(crate) params: &'a Params,
+    pub(crate) act: Activation,
+    pub(crate) lossk: Loss,
+    pub(crate) data: &'a Dataset,
+    pub(crate) batch: &'a Batch,
+    pub(crate) scale: f32,
+    pub(crate) first: usize,
+    pub(crate) last: usize,
 }
 
 impl Chunk<'_> {
@@ -119,16 +119,7 @@ impl Chunk<'_> {
         let mut start = self.first;
         while start < self.last {
             let end = (start + BLOCK).min(self.last);
-            ws.block(
-                self.params,
-                self.act,
-                self.lossk,
-                self.data,
-                self.batch,
-                start,
-                end,
-                self.scale,
-            );
+            ws.block(self, start, end);
             start = end;
         }
         (ws.loss, ws.grad)
