@@ -17,6 +17,8 @@
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
 #   doctor                `ferrofit doctor` on every device
 #   baselines             the general (Burn) engine and the peers' seed job as JSON lines
+#   ab [HxL ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
+#                         alternately, twice each: the seed job and the models (default 64x3)
 # Set REPS (default 5) to change the number of timed runs.
 set -u
 suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
@@ -99,6 +101,19 @@ baselines)
   done
   python3 benches/peers/seed_job.py > "$OUT/peers.jsonl" 2>>"$OUT/stderr.txt"
   python3 benches/summarize.py "$OUT/ferrofit.jsonl" "$OUT/peers.jsonl" | tee "$OUT/summary.md"
+  ;;
+ab)
+  gunzip -c .dev/ferrofit_base.gz > /tmp/ferrofit_base && chmod +x /tmp/ferrofit_base
+  for job in seed ${*:-64x3}; do
+    args="--engine fused --backends cuda,vulkan"
+    [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"
+    for round in 1 2; do
+      for bin in /tmp/ferrofit_base $B; do
+        echo "== $job round $round $(basename "$bin")"
+        timeout 200 "$bin" bench --reps "$REPS" --no-history $args 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
+      done
+    done
+  done | tee "$OUT/ab.txt"
   ;;
 *)
   echo "unknown suite '$suite' (see the header of $0)" >&2
