@@ -6,7 +6,13 @@
 use crate::backend::devices::DeviceInfo;
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::run::TrainOutcome;
+use crate::error::{FerroError, Result};
+use crate::io::write_atomic;
+use crate::model::Params;
+use crate::save::save;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
 
 /// Versions of what produced a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -85,5 +91,35 @@ impl RunRecord {
             validation_loss: None,
             normalization: None,
         }
+    }
+
+    /// A run's outputs in `dir`: `model.safetensors` (the activation, the format
+    /// and any CSV standardisation in its header) and `run.json`, each atomic.
+    pub fn save(&self, dir: &Path, p: &Params) -> Result<()> {
+        let record = self;
+        let json = |e: serde_json::Error| FerroError::File {
+            path: dir.display().to_string(),
+            detail: format!("could not encode the run record: {e}"),
+        };
+        let mut meta = HashMap::from([
+            (
+                "activation".to_string(),
+                serde_json::to_value(record.config.model.activation)
+                    .map_err(json)?
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            ("format".to_string(), "ferrofit-mlp-v1".to_string()),
+        ]);
+        if let Some(n) = &record.normalization {
+            meta.insert(
+                "normalization".into(),
+                serde_json::to_string(n).map_err(json)?,
+            );
+        }
+        save(p, &dir.join("model.safetensors"), meta)?;
+        let text = serde_json::to_string_pretty(record).map_err(json)?;
+        write_atomic(&dir.join("run.json"), text.as_bytes())
     }
 }

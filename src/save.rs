@@ -43,35 +43,6 @@ pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Resul
     write_atomic(path, &serialize(&tensors(p), metadata, path)?)
 }
 
-/// A run's outputs in `dir`: `model.safetensors` (the activation, the format
-/// and any CSV standardisation in its header) and `run.json`, each atomic.
-pub fn save_run(dir: &Path, p: &Params, record: &crate::record::RunRecord) -> Result<()> {
-    let json = |e: serde_json::Error| FerroError::File {
-        path: dir.display().to_string(),
-        detail: format!("could not encode the run record: {e}"),
-    };
-    let mut meta = HashMap::from([
-        (
-            "activation".to_string(),
-            serde_json::to_value(record.config.model.activation)
-                .map_err(json)?
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-        ),
-        ("format".to_string(), "ferrofit-mlp-v1".to_string()),
-    ]);
-    if let Some(n) = &record.normalization {
-        meta.insert(
-            "normalization".into(),
-            serde_json::to_string(n).map_err(json)?,
-        );
-    }
-    save(p, &dir.join("model.safetensors"), meta)?;
-    let text = serde_json::to_string_pretty(record).map_err(json)?;
-    write_atomic(&dir.join("run.json"), text.as_bytes())
-}
-
 /// Loads a model saved by [`save`].
 pub fn load(path: &Path) -> Result<Params> {
     load_with_metadata(path).map(|(p, _)| p)

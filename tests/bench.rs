@@ -5,6 +5,7 @@ mod common;
 
 use ferrofit::backend::devices::Inventory;
 use ferrofit::bench::export::{csv, markdown, BenchRecord};
+use ferrofit::bench::export::{picture_rows, picture_title};
 use ferrofit::bench::history::{compare_lines, History};
 use ferrofit::bench::stats::Summary;
 use ferrofit::bench::{set_relative, BenchRow};
@@ -76,7 +77,7 @@ fn markdown_and_csv_are_exact() {
 fn plot_escapes_hostile_names() {
     let mut rec = record();
     rec.rows[0].name = "<script>alert(1)</script>".into();
-    let s = plot::svg(&rec);
+    let s = plot::svg(&picture_title(&rec), &picture_rows(&rec));
     assert!(!s.contains("<script>") && s.contains("&lt;script&gt;"));
     assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
 }
@@ -92,9 +93,9 @@ fn plot_draws_loss_curves_and_a_png() {
             seconds: 1e-3 * (i + 1) as f64,
         })
         .collect();
-    let s = plot::svg(&rec);
+    let s = plot::svg(&picture_title(&rec), &picture_rows(&rec));
     assert_eq!(s.matches("<polyline").count(), 1, "{s}");
-    let png = plot::png(&rec).unwrap();
+    let png = plot::png(&picture_title(&rec), &picture_rows(&rec)).unwrap();
     assert_eq!(&png[1..4], b"PNG");
     // Width and height from the IHDR chunk match the SVG's.
     let w = u32::from_be_bytes(png[16..20].try_into().unwrap());

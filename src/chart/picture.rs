@@ -6,8 +6,7 @@
 
 use super::axis::{Axis, Unit};
 use super::{escape, PALETTE};
-use crate::bench::export::BenchRecord;
-use crate::bench::BenchRow;
+use crate::engine::run::LossPoint;
 use crate::error::{FerroError, Result};
 use std::path::Path;
 
@@ -17,9 +16,20 @@ const ROW_H: f64 = 26.0;
 const TOP: f64 = 40.0;
 const CURVE_H: f64 = 240.0;
 
-/// The SVG document.
-pub fn svg(rec: &BenchRecord) -> String {
-    let rows = &rec.rows;
+/// One bar of the picture: a timed row of a bench.
+pub struct Row<'a> {
+    /// `ferrofit fused`, `jax jit`, ...
+    pub name: &'a str,
+    pub backend: &'a str,
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    /// Loss against time (empty for peers): the lower panel.
+    pub curve: &'a [LossPoint],
+}
+
+/// The SVG document: `title` above the bars of `rows`.
+pub fn svg(title: &str, rows: &[Row]) -> String {
     let bars_bottom = TOP + ROW_H * rows.len() as f64;
     let curves: Vec<_> = rows.iter().filter(|r| r.curve.len() > 1).collect();
     let curve_top = bars_bottom + 60.0;
@@ -33,19 +43,10 @@ pub fn svg(rec: &BenchRecord) -> String {
          <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
          <text x=\"10\" y=\"20\" font-size=\"14\">{title}</text>\n",
         w = LABEL_W + PLOT_W + 200.0,
-        title = escape(&format!(
-            "{} n={} hidden={} — {} (log scale), median and min…max",
-            rec.config.data,
-            rec.config.n,
-            rec.config.model.hidden,
-            match rec.config.run.target_loss {
-                Some(t) => format!("time to loss ≤ {t}"),
-                None => format!("time per {} steps", rec.config.steps),
-            }
-        )),
+        title = escape(title),
     );
     let t_axis = Axis::over(
-        rows.iter().flat_map(|r| [r.summary.min, r.summary.max]),
+        rows.iter().flat_map(|r| [r.min, r.max]),
         true,
         Unit::Seconds,
     );
@@ -61,7 +62,6 @@ pub fn svg(rec: &BenchRecord) -> String {
     }
     for (i, r) in rows.iter().enumerate() {
         let y = TOP + ROW_H * i as f64;
-        let s = &r.summary;
         let color = if r.name.starts_with("ferrofit") {
             PALETTE[0]
         } else {
@@ -73,16 +73,16 @@ pub fn svg(rec: &BenchRecord) -> String {
             y + 16.0,
             escape(&format!("{} · {}", r.name, r.backend))
         );
-        if s.median.is_finite() && s.median > 0.0 {
+        if r.median.is_finite() && r.median > 0.0 {
             let (mid, y0) = (y + ROW_H / 2.0, y + 4.0);
-            let (w, bh) = ((x(s.median) - LABEL_W).max(1.0), ROW_H - 8.0);
-            let (x0, x1, ty) = (x(s.min), x(s.max), y + 16.0);
+            let (w, bh) = ((x(r.median) - LABEL_W).max(1.0), ROW_H - 8.0);
+            let (x0, x1, ty) = (x(r.min), x(r.max), y + 16.0);
             out += &format!(
                 "<rect x=\"{LABEL_W}\" y=\"{y0}\" width=\"{w}\" height=\"{bh}\" fill=\"{color}\"/>\n\
                  <line x1=\"{x0}\" y1=\"{mid}\" x2=\"{x1}\" y2=\"{mid}\" stroke=\"black\"/>\n\
                  <text x=\"{tx}\" y=\"{ty}\">{label}</text>\n",
                 tx = x1 + 6.0,
-                label = escape(&crate::bench::stats::fmt_time(s.median)),
+                label = escape(&crate::bench::stats::fmt_time(r.median)),
             );
         }
     }
@@ -93,7 +93,7 @@ pub fn svg(rec: &BenchRecord) -> String {
 }
 
 /// Loss against seconds, one polyline per ferrofit row, with a legend.
-fn loss_panel(rows: &[&BenchRow], top: f64) -> String {
+fn loss_panel(rows: &[&Row], top: f64) -> String {
     let points = || rows.iter().flat_map(|r| r.curve.iter());
     let tx = Axis::over(points().map(|p| p.seconds), true, Unit::Seconds);
     let ly = Axis::over(points().map(|p| p.loss), true, Unit::Plain);
@@ -147,10 +147,10 @@ fn loss_panel(rows: &[&BenchRow], top: f64) -> String {
 }
 
 /// The picture as PNG (the SVG rasterised, system fonts for the text).
-pub fn png(rec: &BenchRecord) -> Result<Vec<u8>> {
+pub fn png(title: &str, rows: &[Row]) -> Result<Vec<u8>> {
     let mut opt = resvg::usvg::Options::default();
     opt.fontdb_mut().load_system_fonts();
-    let tree = resvg::usvg::Tree::from_str(&svg(rec), &opt)
+    let tree = resvg::usvg::Tree::from_str(&svg(title, rows), &opt)
         .map_err(|e| FerroError::Plot(e.to_string()))?;
     let size = tree.size().to_int_size();
     let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height())
@@ -166,9 +166,9 @@ pub fn png(rec: &BenchRecord) -> Result<Vec<u8>> {
 }
 
 /// SVG or PNG bytes, by the file's extension.
-pub fn render_for(path: &Path, rec: &BenchRecord) -> Result<Vec<u8>> {
+pub fn render_for(path: &Path, title: &str, rows: &[Row]) -> Result<Vec<u8>> {
     match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("png") => png(rec),
-        _ => Ok(svg(rec).into_bytes()),
+        Some(e) if e.eq_ignore_ascii_case("png") => png(title, rows),
+        _ => Ok(svg(title, rows).into_bytes()),
     }
 }

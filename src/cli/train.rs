@@ -196,7 +196,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         record.normalization = Some(u.norm.clone());
     }
     if let Some(dir) = &out {
-        crate::save::save_run(dir, &r.params, &record)?;
+        record.save(dir, &r.params)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&record)?);
