@@ -74,11 +74,6 @@ impl Api {
             Api::Gl => None,
         }
     }
-
-    /// True for the APIs wgpu provides.
-    pub fn is_wgpu(self) -> bool {
-        matches!(self, Api::Vulkan | Api::Dx12 | Api::Metal | Api::Gl)
-    }
 }
 
 impl fmt::Display for Api {

@@ -54,7 +54,7 @@ pub fn select(inv: &Inventory, kind: BackendKind, index: Option<usize>) -> Resul
         BackendKind::Wgpu => nth(
             inv.devices
                 .iter()
-                .filter(|d| d.api.is_wgpu() && d.api.backend().is_some())
+                .filter(|d| matches!(d.api.backend(), Some(Backend::Wgpu(_))))
                 .collect(),
             kind.name(),
         ),

@@ -95,8 +95,16 @@ impl History {
 
     /// Rewrites job keys stored in field order (earlier versions) as
     /// canonical keys, so a change in how the configuration is laid out
-    /// never separates a job from its history.
+    /// never separates a job from its history. Once per database: the
+    /// schema's `user_version` records that it ran.
     fn canonicalise_jobs(&self) -> rusqlite::Result<()> {
+        const CANONICAL_KEYS: i64 = 1;
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version >= CANONICAL_KEYS {
+            return Ok(());
+        }
         let jobs: Vec<String> = self
             .conn
             .prepare("SELECT DISTINCT job FROM rows")?
@@ -111,6 +119,8 @@ impl History {
                 }
             }
         }
+        self.conn
+            .pragma_update(None, "user_version", CANONICAL_KEYS)?;
         Ok(())
     }
 
@@ -247,8 +257,10 @@ mod tests {
         let cfg = TrainConfig::default();
         let old_key = serde_json::to_string(&cfg).unwrap();
         drop(History::open(&path).unwrap());
-        Connection::open(&path)
-            .unwrap()
+        // As an earlier version left it: a row keyed in field order, never migrated.
+        let old_db = Connection::open(&path).unwrap();
+        old_db.pragma_update(None, "user_version", 0).unwrap();
+        old_db
             .execute(
                 "INSERT INTO rows (version, device, driver, backend, name, job, runs, median, mean, stddev, final_loss, record)
                  VALUES ('0', 'd', '', 'cpu', 'ferrofit fused', ?1, 1, 1.0, 1.0, 0.0, 0.1, '{}')",

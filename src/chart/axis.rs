@@ -83,18 +83,6 @@ impl Axis {
         }
     }
 
-    /// A linear axis from `lo` to `hi` exactly, ticks at a round step.
-    pub fn linear(lo: f64, hi: f64, unit: Unit) -> Axis {
-        let hi = if hi > lo { hi } else { lo + 1.0 };
-        Axis {
-            lo,
-            hi,
-            log: false,
-            unit,
-            step: nice_step(hi - lo, 5.0),
-        }
-    }
-
     /// Position of `v` along the axis, 0 at `lo` and 1 at `hi`.
     pub fn frac(&self, v: f64) -> f64 {
         if self.log {

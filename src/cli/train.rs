@@ -148,9 +148,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     } else {
         Trainer::replicas(cfg.clone(), select::replicas(&inv, kind, &a.devices)?)
     };
-    if let Some(u) = &user {
-        trainer = trainer.data(u.train.clone());
-    }
+    trainer = trainer.data(user.as_ref().map(|u| u.train.clone()));
     if let Some(c) = resume {
         trainer = trainer.resume(c);
     }

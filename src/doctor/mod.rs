@@ -42,13 +42,11 @@ impl Subject for Target {
         init: Params,
         data: Option<Dataset>,
     ) -> crate::Result<RunResult> {
-        let t = Trainer::new(cfg.clone(), self.clone())
+        Trainer::new(cfg.clone(), self.clone())
             .engine(engine)
-            .init(init);
-        match data {
-            Some(d) => t.data(d).run(),
-            None => t.run(),
-        }
+            .init(init)
+            .data(data)
+            .run()
     }
 
     fn gradient(&self, cfg: &TrainConfig, p: &Params, data: &Dataset) -> crate::Result<Vec<f32>> {

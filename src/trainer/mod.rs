@@ -89,9 +89,10 @@ impl<'p> Trainer<'p> {
         self
     }
 
-    /// Trains on this data (host memory) instead of the job's task.
-    pub fn data(mut self, data: Dataset) -> Self {
-        self.data = Some(data);
+    /// Trains on this data (host memory) instead of the job's task; `None`
+    /// keeps the task's.
+    pub fn data(mut self, data: impl Into<Option<Dataset>>) -> Self {
+        self.data = data.into();
         self
     }
 
@@ -225,8 +226,7 @@ impl<'p> Trainer<'p> {
     fn run_replicas(mut self) -> Result<RunResult> {
         let init = self.start();
         let data = self.host_data()?;
-        let ctl = self.control(&self.targets[0].clone());
-        let opt = self.resume.as_ref().map(|c| c.opt.clone());
+        let ctl = self.control(&self.targets[0]);
         let mut none = ();
         let progress: &mut (dyn Progress + Send) = match self.progress.take() {
             Some(p) => p,
@@ -235,8 +235,7 @@ impl<'p> Trainer<'p> {
         let shared = parallel::Shared {
             cfg: &self.cfg,
             ctl: &ctl,
-            opt: opt.as_ref(),
-            peers: self.targets.len(),
+            opt: self.resume.as_ref().map(|c| &c.opt),
         };
         let (outcome, params) = parallel::train(&shared, &self.targets, init, data, progress)?;
         Ok(RunResult {

@@ -48,8 +48,6 @@ pub struct Shared<'a> {
     pub ctl: &'a Control,
     /// A checkpoint's optimizer state to start from.
     pub opt: Option<&'a OptState>,
-    /// Number of replicas.
-    pub peers: usize,
 }
 
 /// Trains `plan.cfg` from `init` on `data` with one replica per target (a
@@ -82,7 +80,7 @@ pub(super) fn train(
                 s.spawn(move || {
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         let progress = (r == 0).then_some(progress);
-                        replica(plan, t, r, init, data, progress)
+                        replica(plan, t, r, targets.len(), init, data, progress)
                     }))
                     .unwrap_or_else(|_| {
                         Err(FerroError::BackendFailed {
@@ -114,16 +112,12 @@ fn replica(
     plan: &Shared,
     t: &Target,
     r: usize,
+    d: usize,
     init: Params,
     data: Dataset,
     progress: Option<&SharedProgress>,
 ) -> Result<(TrainOutcome, Params)> {
-    let Shared {
-        cfg,
-        ctl,
-        opt,
-        peers: d,
-    } = *plan;
+    let Shared { cfg, ctl, opt } = *plan;
     let id = r as u32;
     collective::register(id, d)?;
     let out = (|| {

@@ -21,13 +21,11 @@ pub fn train_from(
     init: Params,
     data: Option<Dataset>,
 ) -> ferrofit::Result<RunResult> {
-    let t = Trainer::new(cfg.clone(), target.clone())
+    Trainer::new(cfg.clone(), target.clone())
         .engine(engine)
-        .init(init);
-    match data {
-        Some(d) => t.data(d).run(),
-        None => t.run(),
-    }
+        .init(init)
+        .data(data)
+        .run()
 }
 
 /// The three kinds of device a test can run on.

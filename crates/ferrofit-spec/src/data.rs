@@ -68,17 +68,22 @@ impl Data {
         }
     }
 
-    /// The built-in task's `n` points, or an error for CSV data (which the
-    /// caller loads and passes as data).
-    pub fn generate(&self, n: usize, seed: u64) -> Result<crate::task::Dataset> {
+    /// The built-in task, or an error for CSV data (which the caller loads
+    /// and passes as data).
+    pub fn task(&self) -> Result<Task> {
         match self {
-            Data::Task(t) => Ok(t.generate(n, seed)),
+            Data::Task(t) => Ok(*t),
             Data::Csv(c) => Err(FerroError::arg(
                 "csv",
                 &c.path,
                 "CSV data is loaded by the caller (userdata::load) and passed as data",
             )),
         }
+    }
+
+    /// The built-in task's `n` points ([`Data::task`]).
+    pub fn generate(&self, n: usize, seed: u64) -> Result<crate::task::Dataset> {
+        Ok(self.task()?.generate(n, seed))
     }
 }
 

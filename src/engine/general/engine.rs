@@ -105,10 +105,7 @@ impl<B: AutodiffBackend> GeneralEngine<B> {
     ) -> Result<Self> {
         let data = match host {
             Some(d) => DeviceData::upload(d, device),
-            None => match cfg.data {
-                crate::config::Data::Task(t) => DeviceData::generate(t, cfg.n, cfg.seed, device),
-                _ => DeviceData::upload(&cfg.data.generate(cfg.n, cfg.seed)?, device),
-            },
+            None => DeviceData::generate(cfg.data.task()?, cfg.n, cfg.seed, device),
         };
         Ok(GeneralEngine {
             model: Some(Mlp::from_params(init, device)),

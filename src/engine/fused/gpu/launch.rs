@@ -48,7 +48,7 @@ impl<R: Runtime> GpuFused<R> {
     }
 
     /// How this engine's kernels run a pass, over an index list or not.
-    pub(crate) fn pass(&self, use_idx: bool) -> Pass {
+    pub(crate) fn pass_for(&self, use_idx: bool) -> Pass {
         Pass {
             use_idx,
             ..self.pass
@@ -105,7 +105,9 @@ impl<R: Runtime> GpuFused<R> {
         }
     }
 
-    /// `fused_grad` over `len` points from `start` (or the points in `idx`).
+    /// The gradient pass over `len` points from `start` (or the points in
+    /// `idx`): `tiled_grad` a tile at a time when the model takes the tiled
+    /// kernel, else `fused_grad`. Both kernels take the same arguments.
     pub(crate) fn launch_grad(
         &mut self,
         start: usize,
@@ -113,16 +115,23 @@ impl<R: Runtime> GpuFused<R> {
         idx: Option<Handle>,
         scale: f32,
     ) {
-        if let Some(tile) = self.tile() {
-            return self.launch_tiled(tile, start, len, idx, scale);
-        }
-        let units = CUBE_UNITS as usize;
-        let cubes = len
-            .div_ceil(units * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT))
-            .clamp(1, MAX_CUBES);
+        let (cubes, launch) = match self.tile() {
+            Some(tile) => (
+                len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes),
+                tiled_grad::launch::<f32, R> as GradLaunch<R>,
+            ),
+            None => (
+                len.div_ceil(
+                    CUBE_UNITS as usize
+                        * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT),
+                )
+                .clamp(1, MAX_CUBES),
+                fused_grad::launch::<f32, R> as GradLaunch<R>,
+            ),
+        };
         let use_idx = idx.is_some();
         let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
-        fused_grad::launch::<f32, R>(
+        launch(
             &self.client,
             CubeCount::Static(cubes as u32, 1, 1),
             CubeDim::new_1d(CUBE_UNITS),
@@ -135,41 +144,25 @@ impl<R: Runtime> GpuFused<R> {
             len as u32,
             scale,
             Shape::of(&self.cfg),
-            self.pass(use_idx),
-        );
-        self.pending = Some(cubes as u32);
-    }
-
-    /// `tiled_grad` over `len` points from `start` (or the points in `idx`), `tile` points at a time.
-    pub(crate) fn launch_tiled(
-        &mut self,
-        tile: usize,
-        start: usize,
-        len: usize,
-        idx: Option<Handle>,
-        scale: f32,
-    ) {
-        let cubes = len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes);
-        let use_idx = idx.is_some();
-        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
-        tiled_grad::launch::<f32, R>(
-            &self.client,
-            CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(CUBE_UNITS),
-            x,
-            y,
-            idx,
-            params,
-            partials,
-            start as u32,
-            len as u32,
-            scale,
-            Shape::of(&self.cfg),
-            Pass {
-                tile,
-                ..self.pass(use_idx)
-            },
+            self.pass_for(use_idx),
         );
         self.pending = Some(cubes as u32);
     }
 }
+
+/// The launch function both gradient kernels have.
+type GradLaunch<R> = fn(
+    &ComputeClient<R>,
+    CubeCount,
+    CubeDim,
+    ArrayArg<R>,
+    ArrayArg<R>,
+    ArrayArg<R>,
+    ArrayArg<R>,
+    ArrayArg<R>,
+    u32,
+    u32,
+    f32,
+    Shape,
+    Pass,
+);

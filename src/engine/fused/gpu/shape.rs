@@ -34,11 +34,6 @@ impl Shape {
             opt: cfg.optimizer,
         }
     }
-
-    /// Parameters of a one-hidden-layer model of this shape.
-    pub fn one_layer_params(&self) -> usize {
-        self.hidden * self.inputs + self.hidden + self.outputs * self.hidden + self.outputs
-    }
 }
 
 /// How a kernel runs its pass on this device.

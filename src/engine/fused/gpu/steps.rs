@@ -210,7 +210,7 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
             cfg.weight_decay as f32,
             Shape::of(cfg),
             // The persistent kernel walks ranges only.
-            engine.pass(false),
+            engine.pass_for(false),
         )
     };
     p.epoch = p.epoch.wrapping_add(steps as u32);
