@@ -17,6 +17,9 @@
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
 #   doctor                `ferrofit doctor` on every device
 #   baselines             the general (Burn) engine and the peers' seed job as JSON lines
+#   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32 on CUDA, N = 1e6,
+#                         beside the peers in bf16 and f32; then N = 1e5 and 1e7 in bf16
+#                         (default 64x3 128x4)
 #   ab [HxL ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
 #                         alternately, twice each: the seed job and the models (default 64x3)
 # Set REPS (default 5) to change the number of timed runs.
@@ -101,6 +104,21 @@ baselines)
   done
   python3 benches/peers/seed_job.py > "$OUT/peers.jsonl" 2>>"$OUT/stderr.txt"
   python3 benches/summarize.py "$OUT/ferrofit.jsonl" "$OUT/peers.jsonl" | tee "$OUT/summary.md"
+  ;;
+precision)
+  for hl in ${*:-64x3 128x4}; do
+    shape="--hidden ${hl%x*} --layers ${hl#*x}"
+    for p in bf16 f16 f32; do
+      echo "== $hl $p"
+      peers=""
+      [ "$p" != f16 ] && peers="--peers jax,torch"
+      bench "precision_${hl}_$p" --backends cuda --engine fused --precision "$p" $shape $peers
+    done
+    for n in 100000 10000000; do
+      echo "== $hl bf16 n = $n"
+      bench "precision_${hl}_bf16_$n" --backends cuda --engine fused --precision bf16 --n "$n" $shape
+    done
+  done
   ;;
 ab)
   gunzip -c .dev/ferrofit_base.gz > /tmp/ferrofit_base && chmod +x /tmp/ferrofit_base

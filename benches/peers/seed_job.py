@@ -3,14 +3,16 @@
 
 y = x^2 + 0.3*U(0,1) on N points in [-1, 1], Linear(1,H)-ReLU-Linear(H,1), MSE,
 full batch, SGD lr 0.2, STEPS steps, data created on the device. With
---layers L, L hidden layers of H units (ReLU after each).
+--layers L, L hidden layers of H units (ReLU after each). With --precision
+bf16 or f16, each peer's usual mixed precision: PyTorch autocast, JAX
+half-precision operands over f32 master weights; the loss in f32.
 
 Each variant is warmed up (compilation and autotune off the clock), synchronised
 before reading the clock, and repeated REPS times; one JSON line per variant:
 {"peer", "variant", "device", "n", "hidden", "steps", "median_s", "min_s", "max_s", "final_loss"}.
 
 Usage: seed_job.py [--n 1000000] [--hidden 10] [--layers 1] [--steps 100] [--reps 5]
-                   [--only torch-eager,torch-graph,torch-compile,jax-jit] [--cpu]
+                   [--precision f32|bf16|f16] [--only torch-eager,torch-graph,torch-compile,jax-jit] [--cpu]
 """
 import argparse
 import json
@@ -20,6 +22,8 @@ import time
 
 
 def emit(peer, variant, device, a, times, loss):
+    if a.precision != "f32":
+        variant = f"{variant}-{a.precision}"
     print(json.dumps({
         "peer": peer, "variant": variant, "device": device, "n": a.n, "hidden": a.hidden, "layers": a.layers,
         "steps": a.steps, "median_s": statistics.median(times), "min_s": min(times), "times": times,
@@ -47,9 +51,17 @@ def torch_variants(a, only):
         opt = torch.optim.SGD(net.parameters(), lr=0.2)
         return net, opt
 
+    half = {"bf16": torch.bfloat16, "f16": torch.float16}.get(a.precision)
+
+    def forward(net):
+        if half is None:
+            return net(x)
+        with torch.autocast(device_type=dev, dtype=half):
+            return net(x).float()
+
     def step_fn(net, opt):
         opt.zero_grad(set_to_none=False)
-        loss = torch.nn.functional.mse_loss(net(x), y)
+        loss = torch.nn.functional.mse_loss(forward(net), y)
         loss.backward()
         opt.step()
         return loss
@@ -137,12 +149,15 @@ def jax_variant(a):
                            jax.random.uniform(kb, (fan_out,), minval=-bound, maxval=bound)))
         return params
 
+    dt = {"bf16": jnp.bfloat16, "f16": jnp.float16}.get(a.precision, jnp.float32)
+
     def loss_fn(p):
-        h = x
+        h = x.astype(dt)
         for w, b in p[:-1]:
-            h = jax.nn.relu(h @ w + b)
+            h = jax.nn.relu(h @ w.astype(dt) + b.astype(dt))
         w, b = p[-1]
-        return jnp.mean((h @ w + b - y) ** 2)
+        out = (h @ w.astype(dt) + b.astype(dt)).astype(jnp.float32)
+        return jnp.mean((out - y) ** 2)
 
     @jax.jit
     def step(p):
@@ -172,6 +187,7 @@ def main():
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--precision", choices=["f32", "bf16", "f16"], default="f32")
     ap.add_argument("--only", default="torch-eager,torch-graph,torch-compile,jax-jit")
     ap.add_argument("--cpu", action="store_true", help="force the CPU")
     a = ap.parse_args()

@@ -67,6 +67,8 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
             &cfg.steps.to_string(),
             "--reps",
             &reps.to_string(),
+            "--precision",
+            &format!("{:?}", cfg.precision).to_lowercase(),
             "--only",
             &only.join(","),
         ])

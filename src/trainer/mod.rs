@@ -257,7 +257,7 @@ pub fn choose_engine(
     cfg: &TrainConfig,
     want: EngineKind,
 ) -> Result<(EngineKind, Option<String>)> {
-    let fits = platform(target.backend).and_then(|p| p.fits(cfg));
+    let fits = platform(target.backend).and_then(|p| p.fits(target, cfg));
     match (want, fits) {
         (EngineKind::General, _) => Ok((EngineKind::General, None)),
         (_, Ok(())) => Ok((EngineKind::Fused, None)),
@@ -277,7 +277,7 @@ pub(crate) fn fused_replica(
     init: Params,
 ) -> Result<Box<dyn FlatEngine>> {
     let p = platform(target.backend)?;
-    p.fits(cfg)?;
+    p.fits(target, cfg)?;
     // A replica's micro-batch is a shard of the step, never a whole step, so
     // the persistent kernel would not run: skip probing for it.
     let cfg = &TrainConfig {

@@ -68,18 +68,23 @@ pub fn device(kind: Kind, test: &str) -> Option<Target> {
     match find(kind) {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("skipped {test}: no {kind:?} device ({e})");
-            if let Ok(path) = std::env::var("FERROFIT_SKIP_LOG") {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .expect("the skip log opens");
-                writeln!(f, "{test}").expect("the skip log takes a line");
-            }
+            skip(test, &format!("no {kind:?} device ({e})"));
             None
         }
+    }
+}
+
+/// Records `test` as skipped for `why` (stderr, and the skip log when set).
+pub fn skip(test: &str, why: &str) {
+    eprintln!("skipped {test}: {why}");
+    if let Ok(path) = std::env::var("FERROFIT_SKIP_LOG") {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .expect("the skip log opens");
+        writeln!(f, "{test}").expect("the skip log takes a line");
     }
 }
 

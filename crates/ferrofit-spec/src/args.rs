@@ -46,7 +46,9 @@ pub struct JobArgs {
     /// Micro-batches per optimizer step (gradient accumulation).
     #[arg(long, default_value_t = 1)]
     accumulate: usize,
-    /// Compute precision; weights stay f32, f16 uses dynamic loss scaling.
+    /// Compute precision; weights stay f32. f16/bf16: the fused engine on
+    /// tensor cores (CUDA, 2+ hidden layers of a multiple of 16 units), else
+    /// the general engine (f16 with dynamic loss scaling).
     #[arg(long, value_enum, default_value = "f32")]
     precision: Precision,
     #[arg(long, default_value_t = 42)]

@@ -33,7 +33,7 @@ impl Platform for Cpu {
         Ok(Box::new(CpuFused::new(cfg, data, init)))
     }
 
-    fn fits(&self, cfg: &TrainConfig) -> Result<()> {
+    fn fits(&self, _: &Target, cfg: &TrainConfig) -> Result<()> {
         envelope::check(cfg)
     }
 }

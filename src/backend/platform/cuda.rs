@@ -2,13 +2,15 @@
 //! CubeCL's CUDA runtime (libcuda and NVRTC loaded at run time).
 
 use super::{Platform, Target};
-use crate::config::TrainConfig;
+use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::envelope;
+use crate::engine::fused::gpu::tensor::tensor_tile;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
 use crate::task::Dataset;
 use burn::backend::cuda::CudaDevice;
+use cubecl::cuda::CudaRuntime;
 
 pub struct Cuda;
 
@@ -35,7 +37,7 @@ impl Platform for Cuda {
         data: Dataset,
         init: Params,
     ) -> Result<Box<dyn FlatEngine>> {
-        Ok(super::gpu_fused_on::<cubecl::cuda::CudaRuntime>(
+        Ok(super::gpu_fused_on::<CudaRuntime>(
             cfg,
             &data,
             init,
@@ -44,7 +46,12 @@ impl Platform for Cuda {
         ))
     }
 
-    fn fits(&self, cfg: &TrainConfig) -> Result<()> {
-        envelope::check_gpu(cfg)
+    fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()> {
+        envelope::check_gpu(cfg)?;
+        if cfg.precision != Precision::F32 {
+            let client = <CudaRuntime as cubecl::Runtime>::client(&device(t));
+            tensor_tile(&client, cfg)?;
+        }
+        Ok(())
     }
 }

@@ -42,8 +42,8 @@ pub trait Platform: Sync {
         init: Params,
     ) -> Result<Box<dyn FlatEngine>>;
 
-    /// Ok when the fused engine takes `cfg` here, else why not.
-    fn fits(&self, cfg: &TrainConfig) -> Result<()>;
+    /// Ok when the fused engine takes `cfg` on `t`, else why not.
+    fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()>;
 }
 
 /// The general engine on Burn backend `B` (each platform's [`Platform::general`]).

@@ -5,13 +5,13 @@
 use super::{Platform, Target};
 use crate::backend::device::{Backend, WgpuApi};
 use crate::backend::devices::{wgpu_adapters, DeviceClass};
-use crate::config::TrainConfig;
+use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::envelope;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
 use crate::task::Dataset;
-use cubecl::wgpu::{init_setup, Dx12, Metal, RuntimeOptions, Vulkan, WgpuDevice};
+use cubecl::wgpu::{init_setup, Dx12, Metal, RuntimeOptions, Vulkan, WgpuDevice, WgpuRuntime};
 use std::collections::HashMap;
 use std::sync::Mutex;
 
@@ -90,7 +90,7 @@ impl Platform for Wgpu {
     ) -> Result<Box<dyn FlatEngine>> {
         // A GPU API on the CPU (lavapipe) gets the kernels' CPU-friendly settings.
         let software = t.info.class == DeviceClass::Software;
-        Ok(super::gpu_fused_on::<cubecl::wgpu::WgpuRuntime>(
+        Ok(super::gpu_fused_on::<WgpuRuntime>(
             cfg,
             &data,
             init,
@@ -99,7 +99,18 @@ impl Platform for Wgpu {
         ))
     }
 
-    fn fits(&self, cfg: &TrainConfig) -> Result<()> {
-        envelope::check_gpu(cfg)
+    fn fits(&self, _: &Target, cfg: &TrainConfig) -> Result<()> {
+        envelope::check_gpu(cfg)?;
+        if cfg.precision != Precision::F32 {
+            // CubeCL's WGSL compiler has no cooperative matrices.
+            return Err(FerroError::OutsideEnvelope {
+                reason: format!(
+                    "--precision {:?} in the fused engine runs on tensor cores through CUDA; \
+                     wgpu's shaders (WGSL) have none: use --precision f32 or --backend cuda",
+                    cfg.precision
+                ),
+            });
+        }
+        Ok(())
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! CPU and GPU: inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden
 //! layers, every activation and loss of `train`, f32 compute. The GPU has no
-//! gradient clipping. On the GPU one hidden layer of at most 767 parameters
+//! gradient clipping; it takes f16/bf16 on tensor cores for the models the
+//! tensor-core kernel takes, where the device has them (its platform checks). On the GPU one hidden layer of at most 767 parameters
 //! takes the per-point kernels (and the persistent one); anything larger the
 //! tiled kernel. Outside this `--engine auto` uses the general engine
 //! and records why; `--engine fused` fails with the reason.
@@ -19,6 +20,20 @@ pub const MAX_LAYERS: usize = 8;
 
 /// Ok when the fused engine can train `cfg`, else the reason.
 pub fn check(cfg: &TrainConfig) -> Result<()> {
+    check_sizes(cfg)?;
+    if cfg.precision != Precision::F32 {
+        return Err(FerroError::OutsideEnvelope {
+            reason: format!(
+                "--precision {:?} is not fused here (f32 only); use --precision f32",
+                cfg.precision
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Ok when the model's sizes are inside the envelope.
+fn check_sizes(cfg: &TrainConfig) -> Result<()> {
     let m = &cfg.model;
     let fail = |reason: String| Err(FerroError::OutsideEnvelope { reason });
     if m.inputs > MAX_IO || m.outputs > MAX_IO {
@@ -39,18 +54,13 @@ pub fn check(cfg: &TrainConfig) -> Result<()> {
             m.layers
         ));
     }
-    if cfg.precision != Precision::F32 {
-        return fail(format!(
-            "--precision {:?} is not fused yet (f32 only); use --precision f32",
-            cfg.precision
-        ));
-    }
     Ok(())
 }
 
 /// Ok when the fused GPU kernels can train `cfg`, else the reason.
+/// (Half precision: the device's platform then checks for tensor cores.)
 pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
-    check(cfg)?;
+    check_sizes(cfg)?;
     if cfg.clip_grad.is_some() {
         return Err(FerroError::OutsideEnvelope {
             reason: "the GPU kernel has no gradient clipping; drop --clip-grad".into(),

@@ -17,6 +17,8 @@ pub struct Buffers {
     pub no_idx: Handle,
     /// Master weights, `np`.
     pub params: Handle,
+    /// The weights in a half-precision operand type, `np` (the tensor-core pass).
+    pub half: Handle,
     /// First and second optimizer moments, `np + 1` each.
     pub m: Handle,
     pub v: Handle,
@@ -43,6 +45,7 @@ impl Buffers {
             y: client.create_from_slice(pod_bytes(&data.y)),
             no_idx: client.create_from_slice(&[0u8; 4]),
             params: client.create_from_slice(pod_bytes(flat)),
+            half: client.empty((np * 2).max(4)),
             m: client.create_from_slice(pod_bytes(&zeros)),
             v: client.create_from_slice(pod_bytes(&zeros)),
             carry: client.create_from_slice(pod_bytes(&zeros)),

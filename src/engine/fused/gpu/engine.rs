@@ -10,7 +10,7 @@
 //! launches themselves are in [`crate::engine::fused::gpu::launch`].
 
 use crate::batches::Batch;
-use crate::config::TrainConfig;
+use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::Buffers;
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
@@ -19,6 +19,7 @@ use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
+use crate::engine::fused::gpu::tensor::tensor_tile;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -104,9 +105,15 @@ impl<R: Runtime> GpuFused<R> {
             None => split_lanes(inputs, hidden, outputs, plane, plane_min),
         };
         let m = &cfg.model;
-        let tile = (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
-            let shared = client.properties().hardware.max_shared_memory_size;
-            tile_points(&Shape::of(cfg), shared)
+        // Half precision runs on the tensor cores (the platform checked the device).
+        let tensor = (cfg.precision != Precision::F32)
+            .then(|| tensor_tile(&client, cfg).ok())
+            .flatten();
+        let tile = tensor.or_else(|| {
+            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
+                let shared = client.properties().hardware.max_shared_memory_size;
+                tile_points(&Shape::of(cfg), shared)
+            })
         });
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
@@ -130,6 +137,7 @@ impl<R: Runtime> GpuFused<R> {
                 ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
                 lanes,
                 tile: tile.unwrap_or(0),
+                tensor: tensor.is_some(),
             },
             software,
             persistent: None,
@@ -183,6 +191,13 @@ impl<R: Runtime> GpuFused<R> {
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
+        if let Some(tile) = self.tile().filter(|_| self.pass.tensor) {
+            return Some(format!(
+                "tensor-core kernel ({:?} operands, f32 accumulation and master weights), \
+                 {tile} points a tile, two launches per step",
+                self.cfg.precision
+            ));
+        }
         if let Some(tile) = self.tile() {
             let c = &self.cfg;
             let unused = if c.kernel.lanes.is_some() || c.kernel.points_per_unit.is_some() {

@@ -3,6 +3,9 @@
 //! reduction and optimizer step, zeroing the carried gradient. Every gradient
 //! kernel is compiled for the engine's [`Shape`] and [`Pass`].
 
+use crate::engine::fused::gpu::kernels::args::{
+    BatchLaunch, PointsLaunch, RuleLaunch, StateLaunch,
+};
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -19,9 +22,15 @@ impl<R: Runtime> GpuFused<R> {
     pub(crate) fn reduce(&mut self, apply: bool, lr: f64) {
         self.settle();
         let cubes = self.pending.take().unwrap_or(0);
-        let wd = self.cfg.weight_decay as f32;
         let (b1, b2) = bias_corrections(self.step.max(1));
         let np = self.np;
+        let rule = RuleLaunch::new(
+            lr as f32,
+            self.cfg.weight_decay as f32,
+            b1,
+            b2,
+            u32::from(self.step == 1),
+        );
         // SAFETY: every buffer was allocated with the lengths passed here.
         unsafe {
             reduce_update::launch::<f32, R>(
@@ -29,22 +38,46 @@ impl<R: Runtime> GpuFused<R> {
                 CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
                 ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
+                self.state_arg(),
+                ArrayArg::from_raw_parts(self.buf.carry.clone(), np + 1),
+                cubes,
+                rule,
+                u32::from(apply),
+                Shape::of(&self.cfg),
+            )
+        };
+    }
+
+    /// The weights, moments and loss slot as one kernel argument.
+    pub(crate) fn state_arg(&self) -> StateLaunch<f32, R> {
+        let np = self.np;
+        // SAFETY: the buffers hold np, np + 1, np + 1 and 2 values.
+        unsafe {
+            StateLaunch::new(
                 ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.m.clone(), np + 1),
                 ArrayArg::from_raw_parts(self.buf.v.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.buf.carry.clone(), np + 1),
-                ArrayArg::from_raw_parts(self.buf.loss_out.clone(), 1),
-                cubes,
-                lr as f32,
-                wd,
-                b1,
-                b2,
-                u32::from(self.step == 1),
-                np,
-                self.cfg.optimizer,
-                u32::from(apply),
+                ArrayArg::from_raw_parts(self.buf.loss_out.clone(), 2),
             )
+        }
+    }
+
+    /// The data as one kernel argument, with the micro-batch's `len` indices
+    /// (a placeholder without `idx`).
+    pub(crate) fn points_arg(&self, idx: Option<Handle>, len: usize) -> PointsLaunch<f32, R> {
+        let (idx, idx_len) = match idx {
+            Some(h) => (h, len),
+            None => (self.buf.no_idx.clone(), 1),
         };
+        let m = &self.cfg.model;
+        // SAFETY: x and y hold n points, and `idx` holds `len` indices below `n`.
+        unsafe {
+            PointsLaunch::new(
+                ArrayArg::from_raw_parts(self.buf.x.clone(), self.n * m.inputs),
+                ArrayArg::from_raw_parts(self.buf.y.clone(), self.n * m.outputs),
+                ArrayArg::from_raw_parts(idx, idx_len),
+            )
+        }
     }
 
     /// How this engine's kernels run a pass, over an index list or not.
@@ -83,28 +116,6 @@ impl<R: Runtime> GpuFused<R> {
         }
     }
 
-    /// The buffers both gradient kernels start with: inputs, targets, the
-    /// micro-batch's `len` indices (a placeholder without `idx`), the weights
-    /// and the partial rows.
-    pub(crate) fn grad_buffers(&self, idx: Option<Handle>, len: usize) -> [ArrayArg<R>; 5] {
-        let (idx, idx_len) = match idx {
-            Some(h) => (h, len),
-            None => (self.buf.no_idx.clone(), 1),
-        };
-        let m = &self.cfg.model;
-        // SAFETY: each buffer was allocated with (at least) the length given
-        // here, and `idx` holds `len` indices below `n`.
-        unsafe {
-            [
-                ArrayArg::from_raw_parts(self.buf.x.clone(), self.n * m.inputs),
-                ArrayArg::from_raw_parts(self.buf.y.clone(), self.n * m.outputs),
-                ArrayArg::from_raw_parts(idx, idx_len),
-                ArrayArg::from_raw_parts(self.buf.params.clone(), self.np),
-                ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (self.np + 1)),
-            ]
-        }
-    }
-
     /// The gradient pass over `len` points from `start` (or the points in
     /// `idx`): `tiled_grad` a tile at a time when the model takes the tiled
     /// kernel, else `fused_grad`. Both kernels take the same arguments.
@@ -115,6 +126,9 @@ impl<R: Runtime> GpuFused<R> {
         idx: Option<Handle>,
         scale: f32,
     ) {
+        if self.pass.tensor {
+            return self.launch_tensor(start, len, idx, scale);
+        }
         let (cubes, launch) = match self.tile() {
             Some(tile) => (
                 len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes),
@@ -130,19 +144,23 @@ impl<R: Runtime> GpuFused<R> {
             ),
         };
         let use_idx = idx.is_some();
-        let [x, y, idx, params, partials] = self.grad_buffers(idx, len);
+        let np = self.np;
+        // SAFETY: params holds np values, partials a row of np + 1 for each
+        // of at most max_cubes cubes.
+        let (params, partials) = unsafe {
+            (
+                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
+            )
+        };
         launch(
             &self.client,
             CubeCount::Static(cubes as u32, 1, 1),
             CubeDim::new_1d(CUBE_UNITS),
-            x,
-            y,
-            idx,
+            self.points_arg(idx, len),
             params,
             partials,
-            start as u32,
-            len as u32,
-            scale,
+            BatchLaunch::new(start as u32, len as u32, scale),
             Shape::of(&self.cfg),
             self.pass_for(use_idx),
         );
@@ -155,14 +173,10 @@ type GradLaunch<R> = fn(
     &ComputeClient<R>,
     CubeCount,
     CubeDim,
+    PointsLaunch<f32, R>,
     ArrayArg<R>,
     ArrayArg<R>,
-    ArrayArg<R>,
-    ArrayArg<R>,
-    ArrayArg<R>,
-    u32,
-    u32,
-    f32,
+    BatchLaunch<f32, R>,
     Shape,
     Pass,
 );

@@ -7,6 +7,8 @@
 //! - `shape`: [`shape::Shape`] and [`shape::Pass`], the comptime values every kernel is
 //!   compiled for;
 //! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
+//! - `tensor`: the host side of the tensor-core pass (does the device run it;
+//!   its launches);
 //! - `steps`: the host side of the persistent kernel (queued full-batch steps,
 //!   the per-device grid probe);
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
@@ -19,5 +21,6 @@ pub mod kernels;
 pub mod launch;
 pub mod shape;
 pub mod steps;
+pub mod tensor;
 
 pub use engine::*;

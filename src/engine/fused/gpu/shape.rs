@@ -34,6 +34,17 @@ impl Shape {
             opt: cfg.optimizer,
         }
     }
+
+    /// Parameters of the model (`Params::flatten`'s length): each layer's
+    /// weights and biases.
+    pub fn params(&self) -> usize {
+        let h = self.hidden;
+        self.inputs * h
+            + h
+            + self.layers.saturating_sub(1) * (h * h + h)
+            + self.outputs * h
+            + self.outputs
+    }
 }
 
 /// How a kernel runs its pass on this device.
@@ -49,8 +60,10 @@ pub struct Pass {
     pub ahead: usize,
     /// Units sharing each point (1: one unit per point).
     pub lanes: usize,
-    /// Points per tile (the tiled kernel).
+    /// Points per tile (the tiled and tensor-core kernels).
     pub tile: usize,
+    /// The gradient pass runs on tensor cores (`kernels::tensor`).
+    pub tensor: bool,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

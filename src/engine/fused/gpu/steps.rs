@@ -10,8 +10,9 @@
 //! even one cube fails (or the probe panics) keeps the two-launch path.
 
 use crate::config::TrainConfig;
+use crate::engine::fused::gpu::kernels::args::ExchangeLaunch;
 use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
-use crate::engine::fused::gpu::kernels::persistent::{fused_steps, PLAN_F, PLAN_U};
+use crate::engine::fused::gpu::kernels::persistent::{fused_steps, PlanLaunch, PLAN_F, PLAN_U};
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
@@ -189,25 +190,26 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
     // SAFETY: every buffer was allocated with the length passed here; plan
     // ranges lie inside the data (the batch planner made them).
     unsafe {
+        let rows = 2 * p.cubes as usize * width;
         fused_steps::launch::<f32, R>(
             client,
             CubeCount::Static(p.cubes, 1, 1),
             CubeDim::new_1d(CUBE_UNITS),
-            ArrayArg::from_raw_parts(engine.buf.x.clone(), engine.n * cfg.model.inputs),
-            ArrayArg::from_raw_parts(engine.buf.y.clone(), engine.n * cfg.model.outputs),
-            ArrayArg::from_raw_parts(engine.buf.params.clone(), np),
-            ArrayArg::from_raw_parts(engine.buf.m.clone(), width),
-            ArrayArg::from_raw_parts(engine.buf.v.clone(), width),
-            ArrayArg::from_raw_parts(engine.buf.loss_out.clone(), 2),
-            ArrayArg::from_raw_parts(p.rows.clone(), 2 * p.cubes as usize * width),
-            ArrayArg::from_raw_parts(p.totals.clone(), 2 * p.cubes as usize * width),
-            ArrayArg::from_raw_parts(p.status.clone(), 1),
-            ArrayArg::from_raw_parts(plan_u_h, plan_u.len()),
-            ArrayArg::from_raw_parts(plan_f_h, plan_f.len()),
-            steps as u32,
-            p.epoch,
-            spin_limit,
-            cfg.weight_decay as f32,
+            engine.points_arg(None, 0),
+            engine.state_arg(),
+            ExchangeLaunch::new(
+                ArrayArg::from_raw_parts(p.rows.clone(), rows),
+                ArrayArg::from_raw_parts(p.totals.clone(), rows),
+                ArrayArg::from_raw_parts(p.status.clone(), 1),
+            ),
+            PlanLaunch::new(
+                ArrayArg::from_raw_parts(plan_u_h, plan_u.len()),
+                ArrayArg::from_raw_parts(plan_f_h, plan_f.len()),
+                steps as u32,
+                p.epoch,
+                spin_limit,
+                cfg.weight_decay as f32,
+            ),
             Shape::of(cfg),
             // The persistent kernel walks ranges only.
             engine.pass_for(false),

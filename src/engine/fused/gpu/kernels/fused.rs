@@ -21,7 +21,7 @@
 //! and outputs, at most [`MAX_GPU_PARAMS`] parameters, f32. Wide layers share
 //! each point between several units ([`crate::engine::fused::gpu::kernels::split`]).
 
-use crate::config::OptimizerKind;
+use crate::engine::fused::gpu::kernels::args::{Batch, Points, Rule, State, Walk};
 use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::cube_gradient;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -30,26 +30,19 @@ use cubecl::prelude::*;
 pub use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 pub use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS};
 
-/// Forward, loss and backward over `count` points; per-cube partial sums out.
+/// Forward, loss and backward over `count` points from `start` of `points`
+/// (or its index list), times `scale`; per-cube partial sums out.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 pub fn fused_grad<F: Float + CubeElement>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
+    points: &Points<F>,
     params: &Array<F>,
     partials: &mut Array<F>,
-    start: u32,
-    count: u32,
-    scale: F,
+    batch: Batch<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
-    let inputs = comptime!(shape.inputs);
-    let hidden = comptime!(shape.hidden);
-    let outputs = comptime!(shape.outputs);
+    let np = comptime!(shape.params());
     let scratch = comptime!(pass.scratch);
-    let np = hidden * inputs + hidden + outputs * hidden + outputs;
     let width = np + 1;
     let mut w = SharedMemory::<F>::new(np);
     let mut k = UNIT_POS as usize;
@@ -59,24 +52,16 @@ pub fn fused_grad<F: Float + CubeElement>(
     }
     sync_cube();
 
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let walk = Walk::<F> {
+        start: batch.start,
+        count: batch.count,
+        first: ABSOLUTE_POS,
+        stride: CUBE_COUNT * CUBE_DIM as usize,
+        scale: batch.scale,
+    };
     let mut red = SharedMemory::<F>::new(scratch);
     let mut row = SharedMemory::<F>::new(width);
-    cube_gradient::<F>(
-        x,
-        y,
-        idx,
-        &w,
-        &mut red,
-        &mut row,
-        start,
-        count,
-        ABSOLUTE_POS,
-        stride,
-        scale,
-        shape,
-        pass,
-    );
+    cube_gradient::<F>(points, &w, &mut red, &mut row, &walk, shape, pass);
     let mut unit = UNIT_POS as usize;
     while unit < width {
         partials[CUBE_POS * width + unit] = row[unit];
@@ -85,31 +70,24 @@ pub fn fused_grad<F: Float + CubeElement>(
 }
 
 /// Sums `cubes` partial rows into the carried gradient; with `apply` (not 0,
-/// a runtime flag, so one compiled kernel serves both), runs the
-/// optimizer on `params` and writes the mean loss to `loss_out[0]`.
-/// `opt`: 0 sgd, 1 momentum, 2 adam, 3 adamw. Cubes of 256 units. A row of at
-/// most 128 values takes one cube: unit `t` sums every `lanes`-th partial row of
-/// value `t % (np + 1)`, then the lanes of each value are combined in shared
-/// memory. A wider row takes one unit per value over ⌈(np + 1) / 256⌉ cubes.
+/// a runtime flag, so one compiled kernel serves both), steps the optimizer
+/// on `state` by `rule` and writes the mean loss to `state.loss[0]`. Cubes of
+/// 256 units. A row of at most 128 values takes one cube: unit `t` sums every
+/// `lanes`-th partial row of value `t % (np + 1)`, then the lanes of each
+/// value are combined in shared memory. A wider row takes one unit per value
+/// over ⌈(np + 1) / 256⌉ cubes.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 pub fn reduce_update<F: Float + CubeElement>(
     partials: &Array<F>,
-    params: &mut Array<F>,
-    m: &mut Array<F>,
-    v: &mut Array<F>,
+    state: &mut State<F>,
     carry: &mut Array<F>,
-    loss_out: &mut Array<F>,
     cubes: u32,
-    lr: F,
-    wd: F,
-    bias1: F,
-    bias2: F,
-    first: u32,
-    #[comptime] np: usize,
-    #[comptime] opt: OptimizerKind,
+    rule: Rule<F>,
     apply: u32,
+    #[comptime] shape: Shape,
 ) {
+    let np = comptime!(shape.params());
+    let opt = comptime!(shape.opt);
     let t = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
     let width = np + 1;
@@ -140,14 +118,14 @@ pub fn reduce_update<F: Float + CubeElement>(
         } else {
             carry[j] = F::new(0.0);
             if j == np {
-                loss_out[0] = total;
+                state.loss[0] = total;
             } else {
-                let pj = params[j];
-                let mj = new_m::<F>(pj, total, m[j], wd, first != 0u32, opt);
-                let vj = new_v::<F>(pj, total, v[j], wd, opt);
-                m[j] = mj;
-                v[j] = vj;
-                params[j] = new_p::<F>(pj, mj, vj, total, lr, wd, bias1, bias2, opt);
+                let pj = state.params[j];
+                let mj = new_m::<F>(pj, total, state.m[j], &rule, opt);
+                let vj = new_v::<F>(pj, total, state.v[j], &rule, opt);
+                state.m[j] = mj;
+                state.v[j] = vj;
+                state.params[j] = new_p::<F>(pj, mj, vj, total, &rule, opt);
             }
         }
     }

@@ -9,28 +9,62 @@
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::kernels::tiled::stride;
 use crate::engine::fused::gpu::shape::keeps_z;
 use cubecl::prelude::*;
 
-/// b_u + Σ_k w[u, k]·a[t, k] for the layer whose weights start at `off` and
-/// whose inputs (rows of stride `stride(in_w)`) start at `src` in the tile buffer.
+/// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
+pub fn stride(width: usize) -> usize {
+    width | 1
+}
+
+/// Rows each hidden layer keeps per point: `a`, or `z` and `a` for `act`s
+/// whose derivative needs z ([`keeps_z`]).
+pub fn hidden_rows(act: Activation) -> usize {
+    if keeps_z(act) {
+        2
+    } else {
+        1
+    }
+}
+
+/// One layer of the tiled pass, as a layer function is compiled for it:
+/// points a tile, widths in and out, the activation, and (backward) whether
+/// the δ of a hidden layer below is wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layer {
+    pub tile: usize,
+    pub in_w: usize,
+    pub out_w: usize,
+    pub act: Activation,
+    pub below: bool,
+}
+
+/// Where one layer's values are at run time: its weights from `off` in the
+/// flat parameters; its input rows (a) from `src` and its output rows (z and
+/// a forward, δ backward) from `dst` in the tile buffer.
+#[derive(CubeType, Clone, Copy)]
+pub struct At {
+    pub off: usize,
+    pub src: usize,
+    pub dst: usize,
+}
+
+/// b_u + Σ_k w[u, k]·a[t, k] for point `t` and unit `u` of the layer `at`.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn dense<F: Float>(
     params: &Array<F>,
     buf: &SharedMemory<F>,
-    off: usize,
-    src: usize,
+    at: &At,
     t: usize,
     u: usize,
-    #[comptime] in_w: usize,
-    #[comptime] out_w: usize,
+    #[comptime] layer: Layer,
 ) -> F {
-    let at = src + t * comptime!(stride(in_w));
-    let mut z = params[off + comptime!(out_w * in_w) + u];
+    let in_w = comptime!(layer.in_w);
+    let off = at.off;
+    let src = at.src + t * comptime!(stride(in_w));
+    let mut z = params[off + comptime!(layer.out_w * in_w) + u];
     for k in 0..in_w {
-        z += params[off + u * in_w + k] * buf[at + k];
+        z += params[off + u * in_w + k] * buf[src + k];
     }
     z
 }
@@ -59,23 +93,21 @@ fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
     clamp_max(i, comptime!(len - 1))
 }
 
-/// A hidden layer over the tile: its rows at `dst` (act(z), after z where kept).
-/// Each unit takes [`block_t`] points × [`BLOCK_U`] output units at a time;
-/// neighbouring units take neighbouring points of the same output units.
+/// A hidden layer over the tile: its rows at `at.dst` (act(z), after z where
+/// kept). Each unit takes [`block_t`] points × [`BLOCK_U`] output units at a
+/// time; neighbouring units take neighbouring points of the same output units.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn hidden_forward<F: Float>(
     params: &Array<F>,
     buf: &mut SharedMemory<F>,
-    off: usize,
-    src: usize,
-    dst: usize,
-    #[comptime] tile: usize,
-    #[comptime] in_w: usize,
-    #[comptime] hidden: usize,
-    #[comptime] act: Activation,
+    at: &At,
+    #[comptime] layer: Layer,
 ) {
+    let (tile, in_w, hidden, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
     let (si, sh) = comptime!((stride(in_w), stride(hidden)));
+    let off = at.off;
+    let src = at.src;
+    let dst = at.dst;
     let bt = comptime!(block_t(tile));
     let rows = comptime!(tile.div_ceil(bt));
     let blocks = comptime!(tile.div_ceil(bt) * hidden.div_ceil(BLOCK_U));
@@ -135,29 +167,25 @@ pub fn hidden_forward<F: Float>(
     }
 }
 
-/// Backward through the layer with weights at `off`, inputs (its a) at `src`
-/// and deltas at `delta`: its weight and bias gradients into the cube's
-/// partial row (written on the cube's `first` tile, added after; each unit
-/// always owns the same entries, so no other unit touches them), and, with
-/// `below`, the hidden layer below's δ written over its first row at `zb`.
+/// Backward through the layer `at` (its a at `at.src`, its δ at `at.dst`):
+/// its weight and bias gradients into the cube's partial row from `row`
+/// (written on the cube's `first` tile, added after; each unit always owns
+/// the same entries, so no other unit touches them), and, with `layer.below`,
+/// the hidden layer below's δ written over its first row (z, or a).
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn backward<F: Float>(
     params: &Array<F>,
     buf: &mut SharedMemory<F>,
     partials: &mut Array<F>,
     row: usize,
-    off: usize,
-    src: usize,
-    delta: usize,
-    zb: usize,
     first: bool,
-    #[comptime] tile: usize,
-    #[comptime] in_w: usize,
-    #[comptime] out_w: usize,
-    #[comptime] act: Activation,
-    #[comptime] below: bool,
+    at: &At,
+    #[comptime] layer: Layer,
 ) {
+    let (tile, in_w, out_w, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
+    let off = at.off;
+    let src = at.src;
+    let delta = at.dst;
     let (si, so) = comptime!((stride(in_w), stride(out_w)));
     let unit = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
@@ -229,7 +257,9 @@ pub fn backward<F: Float>(
         }
         u += units;
     }
-    if below {
+    if comptime!(layer.below) {
+        // The layer below's first row: its z, or its a (which `src` is).
+        let zb = src - comptime!((hidden_rows(act) - 1) * tile * stride(in_w));
         // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in block_t points ×
         // BLOCK_U inputs blocks, over the layer below's first row: its z, or
         // its a (read above) once every unit is past the gradients.

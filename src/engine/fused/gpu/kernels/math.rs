@@ -3,6 +3,7 @@
 //! same rules as the CPU engine's `optim`.
 
 use crate::config::{Activation, Loss, OptimizerKind};
+use crate::engine::fused::gpu::kernels::args::Rule;
 use crate::engine::fused::gpu::shape::{is_adam, keeps_z};
 use cubecl::prelude::*;
 
@@ -105,11 +106,18 @@ pub fn loss_grad<F: Float>(r: F, #[comptime] loss: Loss) -> F {
 
 /// First moment after a step with gradient `g` (momentum: the velocity).
 #[cube]
-pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: OptimizerKind) -> F {
+pub fn new_m<F: Float + CubeElement>(
+    p: F,
+    g: F,
+    m: F,
+    rule: &Rule<F>,
+    #[comptime] opt: OptimizerKind,
+) -> F {
+    let wd = rule.wd;
     let mut out = m;
     if comptime!(opt == OptimizerKind::Momentum) {
         out = g + wd * p;
-        if !first {
+        if rule.first == 0u32 {
             out += F::new(0.9) * m;
         }
     } else if comptime!(is_adam(opt)) {
@@ -124,7 +132,14 @@ pub fn new_m<F: Float>(p: F, g: F, m: F, wd: F, first: bool, #[comptime] opt: Op
 
 /// Second moment after a step with gradient `g` (Adam, AdamW).
 #[cube]
-pub fn new_v<F: Float>(p: F, g: F, v: F, wd: F, #[comptime] opt: OptimizerKind) -> F {
+pub fn new_v<F: Float + CubeElement>(
+    p: F,
+    g: F,
+    v: F,
+    rule: &Rule<F>,
+    #[comptime] opt: OptimizerKind,
+) -> F {
+    let wd = rule.wd;
     let mut out = v;
     if comptime!(is_adam(opt)) {
         let mut gg = g;
@@ -138,23 +153,21 @@ pub fn new_v<F: Float>(p: F, g: F, v: F, wd: F, #[comptime] opt: OptimizerKind) 
 
 /// The parameter after a step, given the moments [`new_m`] and [`new_v`] returned.
 #[cube]
-#[allow(clippy::too_many_arguments)]
-pub fn new_p<F: Float>(
+pub fn new_p<F: Float + CubeElement>(
     p: F,
     m: F,
     v: F,
     g: F,
-    lr: F,
-    wd: F,
-    bias1: F,
-    bias2: F,
+    rule: &Rule<F>,
     #[comptime] opt: OptimizerKind,
 ) -> F {
+    let lr = rule.lr;
+    let wd = rule.wd;
     let mut out = p - lr * (g + wd * p);
     if comptime!(opt == OptimizerKind::Momentum) {
         out = p - lr * m;
     } else if comptime!(is_adam(opt)) {
-        let update = (m / bias1) / (F::sqrt(v / bias2) + F::new(0.00000001));
+        let update = (m / rule.bias1) / (F::sqrt(v / rule.bias2) + F::new(0.00000001));
         let mut decayed = p;
         if comptime!(opt == OptimizerKind::Adamw) {
             decayed = p * (F::new(1.0) - lr * wd);

@@ -1,19 +1,24 @@
 //! The `#[cube]` kernels of the fused GPU engine.
 //!
+//! - `args`: the argument groups they share (data, batch, optimizer state and rule);
 //! - `fused`: the two-launch step — `fused_grad` over a micro-batch, then
 //!   `reduce_update` (sum the cubes' partial rows, step the optimizer);
 //! - `persistent`: many full-batch steps in one launch, cubes exchanging
 //!   gradient rows through global memory;
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
+//! - `tensor` + `mma`: several hidden layers on tensor cores (cmma), half-precision operands;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
 //! - `ops` (per-point pass, cube reductions) and `math` (activations, losses,
 //!   optimizer rules): device functions shared by all of them.
 
+pub mod args;
 pub mod fused;
 pub mod layers;
 pub mod math;
+pub mod mma;
 pub mod ops;
 pub mod persistent;
 pub mod split;
+pub mod tensor;
 pub mod tiled;

@@ -4,7 +4,7 @@
 //! definition each, so the two-launch and the persistent kernels cannot drift
 //! apart.
 
-use crate::config::{Activation, Loss};
+use crate::engine::fused::gpu::kernels::args::{Points, Walk};
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::split::split_gradient;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -70,40 +70,28 @@ pub fn pre_activation<F: Float>(
 /// the unrolled code takes their LLVM minutes at 64 hidden units.
 pub const LOAD_AHEAD: usize = 4;
 
-/// Forward, loss and backward for the points `first, first + stride, …` below
-/// `count` of the micro-batch starting at `start` (or listed in `idx`), adding
-/// the gradient and loss of each into `acc` (`acc[np]` is the loss).
-/// Parameters in `w` are laid out like `Params::flatten`:
-/// `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
+/// Forward, loss and backward for the points of `walk`, adding the gradient
+/// and loss of each into `acc` (`acc[np]` is the loss). Parameters in `w` are
+/// laid out like `Params::flatten`: `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn point_pass<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
+    points: &Points<F>,
     w: &SharedMemory<F>,
     acc: &mut Array<F>,
-    start: u32,
-    count: u32,
-    first: usize,
-    stride: usize,
+    walk: &Walk<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
     let inputs = comptime!(shape.inputs);
-    let hidden = comptime!(shape.hidden);
     let outputs = comptime!(shape.outputs);
-    let act = comptime!(shape.act);
-    let loss = comptime!(shape.loss);
     let use_idx = comptime!(pass.use_idx);
     let ahead = comptime!(pass.ahead);
     // Small models' weights move to registers once per pass: every point
     // reads each of them twice, and shared-memory loads would outnumber the
     // arithmetic. Wide ones stay in shared memory (copies would spill).
-    let np = hidden * inputs + hidden + outputs * hidden + outputs;
-    let regs = np <= REGISTER_WEIGHTS;
+    let np = comptime!(shape.params());
     let mut wr = Array::<F>::new(np);
-    if regs {
+    if comptime!(in_registers(&shape)) {
         #[unroll]
         for k in 0..np {
             wr[k] = w[k];
@@ -111,59 +99,48 @@ pub fn point_pass<F: Float>(
     }
     let mut xk = Array::<F>::new(ahead * inputs);
     let mut yk = Array::<F>::new(ahead * outputs);
-    let n = count as usize;
-    let mut i = first;
+    let n = walk.count as usize;
+    let stride = walk.stride;
+    let mut i = walk.first;
     // Whole groups of `ahead` points: every load first, then the arithmetic.
     while i + (ahead - 1usize) * stride < n {
         #[unroll]
         for u in 0..ahead {
-            let mut p = start as usize + i + u * stride;
-            if use_idx {
-                p = idx[i + u * stride] as usize;
-            }
+            let p = points.at(walk.start, i + u * stride, use_idx);
             #[unroll]
             for a in 0..inputs {
-                xk[u * inputs + a] = x[p * inputs + a];
+                xk[u * inputs + a] = points.x[p * inputs + a];
             }
             #[unroll]
             for o in 0..outputs {
-                yk[u * outputs + o] = y[p * outputs + o];
+                yk[u * outputs + o] = points.y[p * outputs + o];
             }
         }
         #[unroll]
         for u in 0..ahead {
-            point_grad::<F>(
-                &xk, &yk, u, w, &wr, acc, inputs, hidden, outputs, act, loss, regs,
-            );
+            point_grad::<F>(&xk, &yk, u, w, &wr, acc, shape);
         }
         i += ahead * stride;
     }
     // The remaining points, one at a time (none when loading one at a time).
     if ahead > 1 {
         while i < n {
-            let mut p = start as usize + i;
-            if use_idx {
-                p = idx[i] as usize;
-            }
-            #[unroll]
-            for a in 0..inputs {
-                xk[a] = x[p * inputs + a];
-            }
-            #[unroll]
-            for o in 0..outputs {
-                yk[o] = y[p * outputs + o];
-            }
-            point_grad::<F>(
-                &xk, &yk, 0usize, w, &wr, acc, inputs, hidden, outputs, act, loss, regs,
-            );
+            let p = points.at(walk.start, i, use_idx);
+            points.load(&mut xk, &mut yk, p, inputs, outputs);
+            point_grad::<F>(&xk, &yk, 0usize, w, &wr, acc, shape);
             i += stride;
         }
     }
 }
 
-/// Forward, loss and backward of point `u` of `xk`/`yk`, added into `acc`.
+/// Whether the point pass copies the weights to registers.
+fn in_registers(shape: &Shape) -> bool {
+    shape.params() <= REGISTER_WEIGHTS
+}
+
+/// Forward, loss and backward of point `u` of `xk`/`yk`, added into `acc`
+/// (weights from the register copy `wr` when they are in registers, else `w`).
 #[cube]
-#[allow(clippy::too_many_arguments)]
 fn point_grad<F: Float>(
     xk: &Array<F>,
     yk: &Array<F>,
@@ -171,13 +148,14 @@ fn point_grad<F: Float>(
     w: &SharedMemory<F>,
     wr: &Array<F>,
     acc: &mut Array<F>,
-    #[comptime] inputs: usize,
-    #[comptime] hidden: usize,
-    #[comptime] outputs: usize,
-    #[comptime] act: Activation,
-    #[comptime] loss: Loss,
-    #[comptime] regs: bool,
+    #[comptime] shape: Shape,
 ) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let act = comptime!(shape.act);
+    let loss = comptime!(shape.loss);
+    let regs = comptime!(in_registers(&shape));
     let ob1 = hidden * inputs;
     let ow2 = ob1 + hidden;
     let ob2 = ow2 + outputs * hidden;
@@ -335,46 +313,32 @@ pub fn cube_sum<F: Float>(value: F, red: &mut SharedMemory<F>, #[comptime] plane
     total
 }
 
-/// The cube's gradient (times `scale`) of the points `first, first + stride,
-/// …` below `count` of a micro-batch, into `row[0..np + 1]`: one unit per
-/// point ([`point_pass`], [`cube_rows`]) when `lanes` is 1, else `lanes` units
-/// per point ([`split_gradient`]). Both kernels call this, so they agree.
+/// The cube's gradient (times `walk.scale`) of the points of `walk`, into
+/// `row[0..np + 1]`: one unit per point ([`point_pass`], [`cube_rows`]) when
+/// `lanes` is 1, else `lanes` units per point ([`split_gradient`]). Both
+/// kernels call this, so they agree.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn cube_gradient<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
+    points: &Points<F>,
     w: &SharedMemory<F>,
     red: &mut SharedMemory<F>,
     row: &mut SharedMemory<F>,
-    start: u32,
-    count: u32,
-    first: usize,
-    stride: usize,
-    scale: F,
+    walk: &Walk<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
-    let inputs = comptime!(shape.inputs);
-    let hidden = comptime!(shape.hidden);
-    let outputs = comptime!(shape.outputs);
     let plane = comptime!(pass.plane);
     let lanes = comptime!(pass.lanes);
     if lanes > 1 {
-        split_gradient::<F>(
-            x, y, idx, w, row, start, count, first, stride, scale, shape, pass,
-        );
+        split_gradient::<F>(points, w, row, walk, shape, pass);
     } else {
-        let width = hidden * inputs + hidden + outputs * hidden + outputs + 1;
+        let width = comptime!(shape.params() + 1);
         let mut acc = Array::<F>::new(width);
         #[unroll]
         for j in 0..width {
             acc[j] = F::new(0.0);
         }
-        point_pass::<F>(
-            x, y, idx, w, &mut acc, start, count, first, stride, shape, pass,
-        );
-        cube_rows::<F>(&acc, scale, red, row, width, plane);
+        point_pass::<F>(points, w, &mut acc, walk, shape, pass);
+        cube_rows::<F>(&acc, walk.scale, red, row, width, plane);
     }
 }

@@ -29,6 +29,7 @@
 //! polls, or sees another cube's failure, sets `status[0]` and the launch ends
 //! early; `loss_out[1]` is then 1 and the engine reports it.
 
+use crate::engine::fused::gpu::kernels::args::{Exchange, Points, Rule, State, Walk};
 use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::{cube_gradient, cube_sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -74,36 +75,34 @@ fn await_tagged<F: Float>(
     F::reinterpret(bits & 0xFFFF_FFFEu32)
 }
 
-/// Runs `steps` full-batch optimizer steps. `epoch` counts the steps earlier
-/// launches ran on the same `rows`/`totals` buffers (their tags continue).
+/// The steps one launch runs: per step, `u` holds [`PLAN_U`] values (start,
+/// len) and `f` [`PLAN_F`] (lr, bias1, bias2, scale, first); `epoch` counts
+/// the steps earlier launches ran on the same exchange buffers (their tags
+/// continue); a wait gives up after about `spin_limit` polls.
+#[derive(CubeType, CubeLaunch)]
+pub struct Plan<F: Float + CubeElement> {
+    pub u: Array<u32>,
+    pub f: Array<F>,
+    pub steps: u32,
+    pub epoch: u32,
+    pub spin_limit: u32,
+    pub wd: F,
+}
+
+/// Runs `plan.steps` full-batch optimizer steps over the ranges of `points`.
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 pub fn fused_steps<F: Float + CubeElement>(
-    x: &Array<F>,
-    y: &Array<F>,
-    params: &mut Array<F>,
-    m: &mut Array<F>,
-    v: &mut Array<F>,
-    loss_out: &mut Array<F>,
-    rows: &mut Array<Atomic<u32>>,
-    totals: &mut Array<Atomic<u32>>,
-    status: &mut Array<Atomic<u32>>,
-    plan_u: &Array<u32>,
-    plan_f: &Array<F>,
-    steps: u32,
-    epoch: u32,
-    spin_limit: u32,
-    wd: F,
+    points: &Points<F>,
+    state: &mut State<F>,
+    exchange: &mut Exchange,
+    plan: &Plan<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
-    let inputs = comptime!(shape.inputs);
-    let hidden = comptime!(shape.hidden);
-    let outputs = comptime!(shape.outputs);
     let opt = comptime!(shape.opt);
     let plane = comptime!(pass.plane);
     let scratch = comptime!(pass.scratch);
-    let np = hidden * inputs + hidden + outputs * hidden + outputs;
+    let np = comptime!(shape.params());
     let width = np + 1;
     let t = UNIT_POS as usize;
     let c = CUBE_POS;
@@ -120,10 +119,10 @@ pub fn fused_steps<F: Float + CubeElement>(
     while k < width {
         w[k] = F::new(0.0);
         if k < np {
-            w[k] = params[k];
+            w[k] = state.params[k];
         }
-        ms[k] = m[k];
-        vs[k] = v[k];
+        ms[k] = state.m[k];
+        vs[k] = state.v[k];
         k += units;
     }
     if t == 0 {
@@ -133,29 +132,33 @@ pub fn fused_steps<F: Float + CubeElement>(
 
     let mut s = 0u32;
     let mut failed = false;
-    while s < steps && !failed {
-        let e = epoch + s;
+    let spin_limit = plan.spin_limit;
+    while s < plan.steps && !failed {
+        let e = plan.epoch + s;
         let buf = (e % 2u32) as usize;
         let tag = (e / 2u32) % 2u32;
         let su = s as usize;
-        cube_gradient::<F>(
-            x,
-            y,
-            plan_u,
-            &w,
-            &mut red,
-            &mut row,
-            plan_u[PLAN_U * su],
-            plan_u[PLAN_U * su + 1],
-            ABSOLUTE_POS,
-            cubes * units,
-            plan_f[PLAN_F * su + 3],
-            shape,
-            pass,
-        );
+        let walk = Walk::<F> {
+            start: plan.u[PLAN_U * su],
+            count: plan.u[PLAN_U * su + 1],
+            first: ABSOLUTE_POS,
+            stride: cubes * units,
+            scale: plan.f[PLAN_F * su + 3],
+        };
+        let mut rule = Rule::<F> {
+            lr: plan.f[PLAN_F * su],
+            wd: plan.wd,
+            bias1: plan.f[PLAN_F * su + 1],
+            bias2: plan.f[PLAN_F * su + 2],
+            first: 0u32,
+        };
+        if plan.f[PLAN_F * su + 4] > F::new(0.5) {
+            rule.first = 1u32;
+        }
+        cube_gradient::<F>(points, &w, &mut red, &mut row, &walk, shape, pass);
         let mut q = t;
         while q < width {
-            rows[(buf * cubes + c) * width + q].store(tagged::<F>(row[q], tag));
+            exchange.rows[(buf * cubes + c) * width + q].store(tagged::<F>(row[q], tag));
             q += units;
         }
         // This cube's columns: the same units read the same slots every step.
@@ -165,7 +168,14 @@ pub fn fused_steps<F: Float + CubeElement>(
             let mut r = t;
             while r < cubes {
                 let i = (buf * cubes + r) * width + j;
-                sum += await_tagged::<F>(rows, i, tag, spin_limit, status, &mut flag);
+                sum += await_tagged::<F>(
+                    &exchange.rows,
+                    i,
+                    tag,
+                    spin_limit,
+                    &exchange.status,
+                    &mut flag,
+                );
                 r += units;
             }
             let total = cube_sum::<F>(sum, &mut red, plane);
@@ -177,7 +187,7 @@ pub fn fused_steps<F: Float + CubeElement>(
             let tot = bcast[0];
             let mut r = t;
             while r < cubes {
-                totals[(buf * cubes + r) * width + j].store(tagged::<F>(tot, tag));
+                exchange.totals[(buf * cubes + r) * width + j].store(tagged::<F>(tot, tag));
                 r += units;
             }
             sync_cube();
@@ -186,20 +196,23 @@ pub fn fused_steps<F: Float + CubeElement>(
         let mut q = t;
         while q < width {
             let i = (buf * cubes + c) * width + q;
-            let g = await_tagged::<F>(totals, i, tag, spin_limit, status, &mut flag);
+            let g = await_tagged::<F>(
+                &exchange.totals,
+                i,
+                tag,
+                spin_limit,
+                &exchange.status,
+                &mut flag,
+            );
             if q == np {
                 w[np] = g;
             } else {
-                let lr = plan_f[PLAN_F * su];
-                let bias1 = plan_f[PLAN_F * su + 1];
-                let bias2 = plan_f[PLAN_F * su + 2];
-                let first = plan_f[PLAN_F * su + 4] > F::new(0.5);
                 let pj = w[q];
-                let mj = new_m::<F>(pj, g, ms[q], wd, first, opt);
-                let vj = new_v::<F>(pj, g, vs[q], wd, opt);
+                let mj = new_m::<F>(pj, g, ms[q], &rule, opt);
+                let vj = new_v::<F>(pj, g, vs[q], &rule, opt);
                 ms[q] = mj;
                 vs[q] = vj;
-                w[q] = new_p::<F>(pj, mj, vj, g, lr, wd, bias1, bias2, opt);
+                w[q] = new_p::<F>(pj, mj, vj, g, &rule, opt);
             }
             q += units;
         }
@@ -210,17 +223,17 @@ pub fn fused_steps<F: Float + CubeElement>(
     if c == 0 {
         let mut k = t;
         while k < np {
-            params[k] = w[k];
-            m[k] = ms[k];
-            v[k] = vs[k];
+            state.params[k] = w[k];
+            state.m[k] = ms[k];
+            state.v[k] = vs[k];
             k += units;
         }
         if t == 0 {
             // w[np] holds the last step's loss.
-            loss_out[0] = w[np];
-            loss_out[1] = F::new(0.0);
-            if status[0].load() != 0u32 {
-                loss_out[1] = F::new(1.0);
+            state.loss[0] = w[np];
+            state.loss[1] = F::new(0.0);
+            if exchange.status[0].load() != 0u32 {
+                state.loss[1] = F::new(1.0);
             }
         }
     }

@@ -18,6 +18,7 @@
 //! Loops are uniform across the cube (a point past the end counts zero), so
 //! every lane of a plane reaches each shuffle together.
 
+use crate::engine::fused::gpu::kernels::args::{Points, Walk};
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
@@ -59,23 +60,17 @@ pub fn split_lanes(
     lanes
 }
 
-/// The cube's gradient of the points `first/lanes, …` (stride `stride/lanes`
-/// groups) below `count` of the micro-batch at `start` (or listed in `idx`),
-/// times `scale`, into `row[0..np + 1]` (`row[np]` is the loss). `first` and
-/// `stride` count units, as in [`crate::engine::fused::gpu::kernels::ops::point_pass`].
+/// The cube's gradient of the points of `walk` (times its scale) into
+/// `row[0..np + 1]` (`row[np]` is the loss). A group of `lanes` units takes
+/// each point: the groups start at `walk.first / lanes` with stride
+/// `walk.stride / lanes` (`first` and `stride` count units, as in
+/// [`crate::engine::fused::gpu::kernels::ops::point_pass`]).
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub fn split_gradient<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
+    points: &Points<F>,
     w: &SharedMemory<F>,
     row: &mut SharedMemory<F>,
-    start: u32,
-    count: u32,
-    first: usize,
-    stride: usize,
-    scale: F,
+    walk: &Walk<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
@@ -137,12 +132,12 @@ pub fn split_gradient<F: Float>(
         acc[q] = F::new(0.0);
     }
 
-    let n = count as usize;
-    let groups = stride / lanes;
-    let mut i = first / lanes;
+    let n = walk.count as usize;
+    let groups = walk.stride / lanes;
+    let mut i = walk.first / lanes;
     // The cube's first group: the loop runs while it has a point, so every unit
     // of the cube runs the same number of rounds.
-    let mut lead = (first - UNIT_POS as usize) / lanes;
+    let mut lead = (walk.first - UNIT_POS as usize) / lanes;
     let mut zs = Array::<F>::new(units);
     let mut hs = Array::<F>::new(units);
     let mut outs = Array::<F>::new(outputs);
@@ -152,24 +147,12 @@ pub fn split_gradient<F: Float>(
     let mut ys = Array::<F>::new(outputs);
     let mut xn = Array::<F>::new(inputs);
     let mut yn = Array::<F>::new(outputs);
-    load_point::<F>(
-        x, y, idx, &mut xs, &mut ys, start, i, n, inputs, outputs, use_idx,
-    );
+    let p = points.at(walk.start, in_batch(i, n), use_idx);
+    points.load(&mut xs, &mut ys, p, inputs, outputs);
     while lead < n {
         let valid = i < n;
-        load_point::<F>(
-            x,
-            y,
-            idx,
-            &mut xn,
-            &mut yn,
-            start,
-            i + groups,
-            n,
-            inputs,
-            outputs,
-            use_idx,
-        );
+        let p = points.at(walk.start, in_batch(i + groups, n), use_idx);
+        points.load(&mut xn, &mut yn, p, inputs, outputs);
         #[unroll]
         for o in 0..outputs {
             outs[o] = F::new(0.0);
@@ -260,7 +243,7 @@ pub fn split_gradient<F: Float>(
                 off *= 2u32;
             }
         }
-        acc[q] = s * scale;
+        acc[q] = s * walk.scale;
     }
     let t = UNIT_POS as usize;
     let mut c = t;
@@ -307,37 +290,13 @@ pub fn split_gradient<F: Float>(
     }
 }
 
-/// Inputs and targets of point `i` of the micro-batch into `xs`/`ys` (point 0
-/// past the end: its result is discarded).
+/// `i` when it is a point of a micro-batch of `n`, else 0 (a point past the
+/// end is computed on point 0's values and its result discarded).
 #[cube]
-#[allow(clippy::too_many_arguments)]
-fn load_point<F: Float>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
-    xs: &mut Array<F>,
-    ys: &mut Array<F>,
-    start: u32,
-    i: usize,
-    n: usize,
-    #[comptime] inputs: usize,
-    #[comptime] outputs: usize,
-    #[comptime] use_idx: bool,
-) {
+fn in_batch(i: usize, n: usize) -> usize {
     let mut q = 0usize;
     if i < n {
         q = i;
     }
-    let mut p = start as usize + q;
-    if use_idx {
-        p = idx[q] as usize;
-    }
-    #[unroll]
-    for a in 0..inputs {
-        xs[a] = x[p * inputs + a];
-    }
-    #[unroll]
-    for o in 0..outputs {
-        ys[o] = y[p * outputs + o];
-    }
+    q
 }

@@ -24,10 +24,13 @@
 //! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
 
 use crate::config::Activation;
-use crate::engine::fused::gpu::kernels::layers::{backward, dense, hidden_forward};
+use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::layers::{
+    backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
+};
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
-use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Largest tile: past it, bigger tiles only add idle tail work.
@@ -43,21 +46,6 @@ const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
 /// Values the cube sum of the loss needs in shared memory.
 const LOSS_SCRATCH: usize = 256;
 
-/// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
-pub fn stride(width: usize) -> usize {
-    width | 1
-}
-
-/// Rows each hidden layer keeps per point: `a`, or `z` and `a` for `act`s
-/// whose derivative needs z ([`keeps_z`]).
-fn hidden_rows(act: Activation) -> usize {
-    if keeps_z(act) {
-        2
-    } else {
-        1
-    }
-}
-
 /// Shared-memory values one point of a tile needs: inputs, every hidden
 /// layer's rows, output deltas (each row padded to an odd stride).
 pub fn tile_values(s: &Shape) -> usize {
@@ -72,20 +60,15 @@ pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
     t.clamp(1, MAX_TILE)
 }
 
-/// Forward, loss and backward over `count` points from `start` (or listed in
-/// `idx`) for an MLP of `layers` hidden layers of `hidden` units, times
-/// `scale`; one partial row per cube into `partials` (`np + 1` values each).
+/// Forward, loss and backward over `batch` of `points` for an MLP of
+/// `layers` hidden layers of `hidden` units, times the batch's scale; one
+/// partial row per cube into `partials` (`np + 1` values each).
 #[cube(launch)]
-#[allow(clippy::too_many_arguments)]
 pub fn tiled_grad<F: Float + CubeElement>(
-    x: &Array<F>,
-    y: &Array<F>,
-    idx: &Array<u32>,
+    points: &Points<F>,
     params: &Array<F>,
     partials: &mut Array<F>,
-    start: u32,
-    count: u32,
-    scale: F,
+    batch: Batch<F>,
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
@@ -98,7 +81,9 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let use_idx = comptime!(pass.use_idx);
     let plane = comptime!(pass.plane);
     let tile = comptime!(pass.tile);
-    let np = comptime!(layer_offset(inputs, hidden, layers) + outputs * hidden + outputs);
+    let np = comptime!(shape.params());
+    let start = batch.start;
+    let scale = batch.scale;
     let units = CUBE_DIM as usize;
     let unit = UNIT_POS as usize;
     let row = CUBE_POS * (np + 1);
@@ -118,7 +103,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
     // A cube with no tile still leaves a row (of zeros); the others write
     // theirs on their first tile.
-    if CUBE_POS * tile >= count as usize {
+    if CUBE_POS * tile >= batch.count as usize {
         let mut p = unit;
         while p < np {
             partials[row + p] = F::new(0.0);
@@ -126,8 +111,21 @@ pub fn tiled_grad<F: Float + CubeElement>(
         }
     }
 
+    // The first hidden layer reads the inputs; the output layer reads the last
+    // hidden layer's a and writes the output δ (backward: the last layer's δ).
+    let first_layer = At {
+        off: 0,
+        src: 0,
+        dst: z1,
+    };
+    let out_layer = At {
+        off: off_out,
+        src: dout - pair + a_at,
+        dst: dout,
+    };
+    let out = comptime!(layer(tile, hidden, outputs, act, true));
     let mut lsum = F::new(0.0);
-    let n = count as usize;
+    let n = batch.count as usize;
     let mut base = CUBE_POS * tile;
     while base < n {
         let first = base == CUBE_POS * tile;
@@ -138,8 +136,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
             let a = e % inputs;
             let mut v = F::new(0.0);
             if base + t < n {
-                let pt = point(idx, start, base + t, use_idx);
-                v = x[pt * inputs + a];
+                let pt = points.at(start, base + t, use_idx);
+                v = points.x[pt * inputs + a];
             }
             buf[t * si + a] = v;
             e += units;
@@ -148,42 +146,29 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
-        hidden_forward::<F>(params, &mut buf, 0, 0, z1, tile, inputs, hidden, act);
+        let first_in = comptime!(layer(tile, inputs, hidden, act, false));
+        hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
         sync_cube();
         for l in 1..layers {
             let dst = z1 + l * pair;
-            let off = off1 + (l - 1) * hh;
-            hidden_forward::<F>(
-                params,
-                &mut buf,
-                off,
-                dst - pair + a_at,
+            let at = At {
+                off: off1 + (l - 1) * hh,
+                src: dst - pair + a_at,
                 dst,
-                tile,
-                hidden,
-                hidden,
-                act,
-            );
+            };
+            let inner = comptime!(layer(tile, hidden, hidden, act, false));
+            hidden_forward::<F>(params, &mut buf, &at, inner);
             sync_cube();
         }
         let mut e = unit;
         while e < comptime!(tile * outputs) {
             let t = e % tile;
             let u = e / tile;
-            let z = dense::<F>(
-                params,
-                &buf,
-                off_out,
-                dout - pair + a_at,
-                t,
-                u,
-                hidden,
-                outputs,
-            );
+            let z = dense::<F>(params, &buf, &out_layer, t, u, out);
             let mut d = F::new(0.0);
             if base + t < n {
-                let pt = point(idx, start, base + t, use_idx);
-                let r = z - y[pt * outputs + u];
+                let pt = points.at(start, base + t, use_idx);
+                let r = z - points.y[pt * outputs + u];
                 lsum += loss_value::<F>(r, loss);
                 d = loss_grad::<F>(r, loss) * scale;
             }
@@ -193,48 +178,28 @@ pub fn tiled_grad<F: Float + CubeElement>(
         sync_cube();
 
         // Backward, from the output layer down.
-        let zl = dout - pair;
+        backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+        sync_cube();
+        for r in 1..layers {
+            let l = layers - r;
+            let delta = z1 + l * pair;
+            let at = At {
+                off: off1 + (l - 1) * hh,
+                src: delta - pair + a_at,
+                dst: delta,
+            };
+            let inner = comptime!(layer(tile, hidden, hidden, act, true));
+            backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+            sync_cube();
+        }
         backward::<F>(
             params,
             &mut buf,
             partials,
             row,
-            off_out,
-            zl + a_at,
-            dout,
-            zl,
             first,
-            tile,
-            hidden,
-            outputs,
-            act,
-            true,
-        );
-        sync_cube();
-        for r in 1..layers {
-            let l = layers - r;
-            let delta = z1 + l * pair;
-            let off = off1 + (l - 1) * hh;
-            backward::<F>(
-                params,
-                &mut buf,
-                partials,
-                row,
-                off,
-                delta - pair + a_at,
-                delta,
-                delta - pair,
-                first,
-                tile,
-                hidden,
-                hidden,
-                act,
-                true,
-            );
-            sync_cube();
-        }
-        backward::<F>(
-            params, &mut buf, partials, row, 0, 0, z1, 0, first, tile, inputs, hidden, act, false,
+            &first_layer,
+            first_in,
         );
         sync_cube();
         base += CUBE_COUNT * tile;
@@ -246,13 +211,14 @@ pub fn tiled_grad<F: Float + CubeElement>(
     }
 }
 
-/// Index in the dataset of point `i` of the micro-batch.
-#[cube]
-fn point(idx: &Array<u32>, start: u32, i: usize, #[comptime] use_idx: bool) -> usize {
-    if use_idx {
-        idx[i] as usize
-    } else {
-        start as usize + i
+/// The layer a layer function is compiled for.
+fn layer(tile: usize, in_w: usize, out_w: usize, act: Activation, below: bool) -> Layer {
+    Layer {
+        tile,
+        in_w,
+        out_w,
+        act,
+        below,
     }
 }
 

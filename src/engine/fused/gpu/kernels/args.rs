@@ -1,0 +1,109 @@
+//! The argument groups the fused GPU kernels share, so each kernel and device
+//! function takes a few named values instead of long positional lists:
+//!
+//! - [`Points`]: the training data (inputs, targets, a micro-batch's index list);
+//! - [`Batch`]: a micro-batch (its first point and count, its gradient's scale);
+//! - [`Walk`]: which points of a micro-batch one unit visits, and the scale of
+//!   their gradient;
+//! - [`State`]: the master weights, the optimizer moments and the loss slot;
+//! - [`Rule`]: one optimizer step's scalars (learning rate, decay, bias corrections);
+//! - [`Exchange`]: the persistent kernel's mailboxes and failure flag.
+//!
+//! The `…Launch` types CubeCL derives for them are what the host passes
+//! ([`crate::engine::fused::gpu::launch`]).
+
+use cubecl::prelude::*;
+
+/// The training data on the device.
+#[derive(CubeType, CubeLaunch)]
+pub struct Points<F: Float> {
+    /// Inputs, `n × inputs`.
+    pub x: Array<F>,
+    /// Targets, `n × outputs`.
+    pub y: Array<F>,
+    /// The micro-batch's point indices (a placeholder for range batches).
+    pub idx: Array<u32>,
+}
+
+#[cube]
+impl<F: Float> Points<F> {
+    /// Index in the dataset of point `i` of the micro-batch from `start`.
+    pub fn at(&self, start: u32, i: usize, #[comptime] use_idx: bool) -> usize {
+        if use_idx {
+            self.idx[i] as usize
+        } else {
+            start as usize + i
+        }
+    }
+
+    /// Inputs and targets of dataset point `p` into `xs` and `ys`.
+    pub fn load(
+        &self,
+        xs: &mut Array<F>,
+        ys: &mut Array<F>,
+        p: usize,
+        #[comptime] inputs: usize,
+        #[comptime] outputs: usize,
+    ) {
+        #[unroll]
+        for a in 0..inputs {
+            xs[a] = self.x[p * inputs + a];
+        }
+        #[unroll]
+        for o in 0..outputs {
+            ys[o] = self.y[p * outputs + o];
+        }
+    }
+}
+
+/// A micro-batch: `count` points from `start` (or listed in the index list),
+/// their gradient times `scale`.
+#[derive(CubeType, CubeLaunch, Clone, Copy)]
+pub struct Batch<F: Float + CubeElement> {
+    pub start: u32,
+    pub count: u32,
+    pub scale: F,
+}
+
+/// The points one unit visits: `first, first + stride, …` below `count` of
+/// the micro-batch starting at `start` (or listed in the index list); their
+/// gradient is multiplied by `scale`.
+#[derive(CubeType, Clone, Copy)]
+pub struct Walk<F: Float> {
+    pub start: u32,
+    pub count: u32,
+    pub first: usize,
+    pub stride: usize,
+    pub scale: F,
+}
+
+/// Master weights (`np`), moments (`np + 1` each) and the loss slot
+/// (`[loss, 1 if a persistent launch failed]`).
+#[derive(CubeType, CubeLaunch)]
+pub struct State<F: Float> {
+    pub params: Array<F>,
+    pub m: Array<F>,
+    pub v: Array<F>,
+    pub loss: Array<F>,
+}
+
+/// One optimizer step's scalars: learning rate, weight decay, Adam's bias
+/// corrections, and whether this is the optimizer's first step (not 0).
+#[derive(CubeType, CubeLaunch, Clone, Copy)]
+pub struct Rule<F: Float + CubeElement> {
+    pub lr: F,
+    pub wd: F,
+    pub bias1: F,
+    pub bias2: F,
+    pub first: u32,
+}
+
+/// The persistent kernel's exchange: every cube's published gradient row,
+/// every cube's mailbox of totals (both double-buffered), and the status flag
+/// a cube sets when it gives up waiting.
+#[derive(CubeType, CubeLaunch)]
+pub struct Exchange {
+    pub rows: Array<Atomic<u32>>,
+    pub totals: Array<Atomic<u32>>,
+    pub status: Array<Atomic<u32>>,
+}

@@ -1,0 +1,323 @@
+//! The fused GPU pass on tensor cores (CubeCL `cmma`): deep models in half
+//! precision, f32 accumulation, f32 master weights.
+//!
+//! Like [`crate::engine::fused::gpu::kernels::tiled`], a cube takes a tile of
+//! `tile` points at a time and writes one partial gradient row (the same
+//! layout, summed by the same `reduce_update`). The hidden-to-hidden layers —
+//! where a deep model's arithmetic is — are 16×16×16 matrix products on the
+//! tensor cores, one plane (warp) per output block:
+//!
+//! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32 on the
+//!   plane's own block of scratch, stored back as half values;
+//! - backward: the weight gradient `δᵀ·A` accumulated in f32 straight into
+//!   the cube's partial row (loaded, added to, stored once per tile), then
+//!   `δ_below = (δ·W) ⊙ act'(a)` written over the layer below's activations.
+//!
+//! Every hidden layer's activations stay in shared memory, in the operand
+//! type `E` (f16 or bf16); the first layer (few inputs) and the output layer
+//! (few outputs) are plain f32 arithmetic. The output δ is *not* multiplied
+//! by the batch's scale (1/N would underflow f16): the row is scaled once at
+//! the end, so f16 needs no loss scaling for losses of ordinary size.
+//! Activations whose derivative needs z (silu, gelu) are not taken here.
+
+use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::layers::{At, Layer};
+use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
+use crate::engine::fused::gpu::kernels::mma::{product, weight_grads};
+use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
+use cubecl::prelude::*;
+
+/// Rows and columns of one tensor-core block.
+pub const BLOCK: usize = 16;
+/// Planes per cube (cubes of 256 units, planes of 32).
+pub const PLANES: usize = 8;
+/// Units per plane the kernel is written for.
+pub const PLANE_UNITS: u32 = 32;
+/// Values the loss sum needs in shared memory.
+const LOSS_SCRATCH: usize = 256;
+
+/// Whether the tensor-core pass takes `s`: two or more hidden layers of a
+/// width that is a multiple of [`BLOCK`] (16–128), an activation whose
+/// derivative follows from its value.
+pub fn takes(s: &Shape) -> bool {
+    s.layers >= 2 && s.hidden.is_multiple_of(BLOCK) && s.hidden >= BLOCK && !keeps_z(s.act)
+}
+
+/// Row stride of the activation rows: the width plus 8 (16 bytes), against
+/// bank conflicts, still a multiple of 8 as the tensor-core loads want.
+pub fn row_stride(hidden: usize) -> usize {
+    hidden + 8
+}
+
+/// Shared-memory bytes for a tile of `tile` points.
+fn tile_bytes(s: &Shape, tile: usize) -> usize {
+    let acts = s.layers * tile * row_stride(s.hidden) * 2;
+    let f32s = tile * (s.inputs + s.outputs) + PLANES * BLOCK * BLOCK + LOSS_SCRATCH;
+    acts + f32s * 4
+}
+
+/// Points a tile holds with `max_shared` bytes of shared memory: the largest
+/// of 128, 64, 32, 16 that fits (None when not even 16 does).
+pub fn tile_points(s: &Shape, max_shared: usize) -> Option<usize> {
+    [128, 64, 32, 16]
+        .into_iter()
+        .find(|&t| tile_bytes(s, t) <= max_shared)
+}
+
+/// Forward, loss and backward over `batch` of `points`; one partial row
+/// (`np + 1` values, the loss last) per cube into `partials`, times the
+/// batch's scale. `half` holds `params` in the operand type `E`.
+#[cube(launch)]
+pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
+    points: &Points<F>,
+    params: &Array<F>,
+    half: &Array<E>,
+    partials: &mut Array<F>,
+    batch: Batch<F>,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
+) {
+    let (inputs, hidden, layers, outputs) =
+        comptime!((shape.inputs, shape.hidden, shape.layers, shape.outputs));
+    let (act, loss, tile, use_idx) = comptime!((shape.act, shape.loss, pass.tile, pass.use_idx));
+    let np = comptime!(shape.params());
+    let sh = comptime!(row_stride(hidden));
+    let plane_rows = comptime!(tile * sh);
+    let hh = comptime!(hidden * hidden + hidden);
+    let off1 = comptime!(hidden * inputs + hidden);
+    let off_out = comptime!(off1 + (layers - 1) * hh);
+    let unit = UNIT_POS as usize;
+    let units = CUBE_DIM as usize;
+    let row = CUBE_POS * (np + 1);
+    let n = batch.count as usize;
+    // The hidden-to-hidden layer, forward and backward.
+    let forward = comptime!(Layer {
+        tile,
+        in_w: hidden,
+        out_w: hidden,
+        act,
+        below: false,
+    });
+    let backward = comptime!(Layer {
+        below: true,
+        ..forward
+    });
+
+    // Tensor-core loads and stores want 32-byte aligned rows.
+    let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);
+    let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
+    let mut dout = SharedMemory::<F>::new(comptime!(tile * outputs));
+    let mut scr = SharedMemory::<F>::new_aligned(comptime!(PLANES * BLOCK * BLOCK), 32usize);
+    let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+
+    // A cube with no tile still leaves a row (of zeros).
+    if CUBE_POS * tile >= n {
+        let mut p = unit;
+        while p < np {
+            partials[row + p] = F::new(0.0);
+            p += units;
+        }
+    }
+
+    let mut lsum = F::new(0.0);
+    let mut base = CUBE_POS * tile;
+    while base < n {
+        let first = base == CUBE_POS * tile;
+        // Inputs; points past the end read zeros (and leave a zero δ).
+        let mut e = unit;
+        while e < comptime!(tile * inputs) {
+            let t = e / inputs;
+            let mut v = F::new(0.0);
+            if base + t < n {
+                let p = points.at(batch.start, base + t, use_idx);
+                v = points.x[p * inputs + e % inputs];
+            }
+            xin[e] = v;
+            e += units;
+        }
+        sync_cube();
+        // First hidden layer, f32.
+        let mut e = unit;
+        while e < comptime!(tile * hidden) {
+            let t = e / hidden;
+            let j = e % hidden;
+            let mut z = params[comptime!(hidden * inputs) + j];
+            #[unroll]
+            for a in 0..inputs {
+                z += params[j * inputs + a] * xin[t * inputs + a];
+            }
+            acts[t * sh + j] = E::cast_from(act_fwd::<F>(z, act));
+            e += units;
+        }
+        sync_cube();
+        // Hidden layers 2..L on the tensor cores.
+        for l in 1..layers {
+            let at = At {
+                off: off1 + (l - 1) * hh,
+                src: (l - 1) * plane_rows,
+                dst: l * plane_rows,
+            };
+            product::<F, E>(&mut acts, &mut scr, half, params, &at, forward);
+            sync_cube();
+        }
+        // Output layer, loss and output δ (unscaled), f32.
+        let last = (layers - 1) * plane_rows;
+        let mut e = unit;
+        while e < comptime!(tile * outputs) {
+            let t = e / outputs;
+            let o = e % outputs;
+            let mut z = params[off_out + comptime!(outputs * hidden) + o];
+            for j in 0..hidden {
+                z += params[off_out + o * hidden + j] * F::cast_from(acts[last + t * sh + j]);
+            }
+            let mut d = F::new(0.0);
+            if base + t < n {
+                let p = points.at(batch.start, base + t, use_idx);
+                let r = z - points.y[p * outputs + o];
+                lsum += loss_value::<F>(r, loss);
+                d = loss_grad::<F>(r, loss);
+            }
+            dout[e] = d;
+            e += units;
+        }
+        sync_cube();
+        // Output layer's gradients: Σ_t δ_out·a_L, Σ_t δ_out.
+        let mut e = unit;
+        while e < comptime!(outputs * hidden + outputs) {
+            let mut g = F::new(0.0);
+            if e < comptime!(outputs * hidden) {
+                let o = e / hidden;
+                let j = e % hidden;
+                for t in 0..tile {
+                    g += dout[t * outputs + o] * F::cast_from(acts[last + t * sh + j]);
+                }
+            } else {
+                let o = e - comptime!(outputs * hidden);
+                for t in 0..tile {
+                    g += dout[t * outputs + o];
+                }
+            }
+            add_to(partials, row + off_out + e, g, first);
+            e += units;
+        }
+        sync_cube();
+        // δ of the last hidden layer, over its activations.
+        let mut e = unit;
+        while e < comptime!(tile * hidden) {
+            let t = e / hidden;
+            let j = e % hidden;
+            let mut s = F::new(0.0);
+            #[unroll]
+            for o in 0..outputs {
+                s += dout[t * outputs + o] * params[off_out + o * hidden + j];
+            }
+            let i = last + t * sh + j;
+            acts[i] = E::cast_from(s * act_bwd_at::<F>(F::cast_from(acts[i]), act));
+            e += units;
+        }
+        sync_cube();
+        // Hidden layers L..2: weight gradients, then δ of the layer below.
+        for r in 1..layers {
+            let l = layers - r;
+            let off = off1 + (l - 1) * hh;
+            // The gradient entries at `off` of the row, from δ (`dst`) and the a below (`src`).
+            let grads = At {
+                off: row + off,
+                src: (l - 1) * plane_rows,
+                dst: l * plane_rows,
+            };
+            weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward);
+            let at_bias = row + off + comptime!(hidden * hidden);
+            bias_grads::<F, E>(&acts, partials, at_bias, l * plane_rows, first, backward);
+            sync_cube();
+            // δ (`src`) times the weights, over the a below (`dst`).
+            let down = At {
+                off,
+                src: l * plane_rows,
+                dst: (l - 1) * plane_rows,
+            };
+            product::<F, E>(&mut acts, &mut scr, half, params, &down, backward);
+            sync_cube();
+        }
+        // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
+        let mut e = unit;
+        while e < comptime!(hidden * inputs) {
+            let j = e / inputs;
+            let a = e % inputs;
+            let mut g = F::new(0.0);
+            for t in 0..tile {
+                g += F::cast_from(acts[t * sh + j]) * xin[t * inputs + a];
+            }
+            add_to(partials, row + e, g, first);
+            e += units;
+        }
+        bias_grads::<F, E>(
+            &acts,
+            partials,
+            row + comptime!(hidden * inputs),
+            0,
+            first,
+            backward,
+        );
+        sync_cube();
+        base += CUBE_COUNT * tile;
+    }
+
+    let total = cube_sum::<F>(lsum * batch.scale, &mut red, comptime!(pass.plane));
+    if unit == 0usize {
+        partials[row + np] = total;
+    }
+    // The δs were unscaled: scale the cube's row once.
+    if CUBE_POS * tile < n {
+        let mut p = unit;
+        while p < np {
+            partials[row + p] *= batch.scale;
+            p += units;
+        }
+    }
+}
+
+/// The master weights in the operand type, for the tensor cores.
+#[cube(launch)]
+pub fn cast_params<F: Float + CubeElement, E: Float + CubeElement>(
+    params: &Array<F>,
+    half: &mut Array<E>,
+) {
+    if ABSOLUTE_POS < params.len() {
+        half[ABSOLUTE_POS] = E::cast_from(params[ABSOLUTE_POS]);
+    }
+}
+
+/// `partials[i] = g` on the cube's first tile, else `+= g`.
+#[cube]
+pub fn add_to<F: Float>(partials: &mut Array<F>, i: usize, g: F, first: bool) {
+    if first {
+        partials[i] = g;
+    } else {
+        partials[i] += g;
+    }
+}
+
+/// Σ over the tile of the δ rows at `delta`, per unit, into `partials[at..]`.
+#[cube]
+fn bias_grads<F: Float, E: Float>(
+    acts: &SharedMemory<E>,
+    partials: &mut Array<F>,
+    at: usize,
+    delta: usize,
+    first: bool,
+    #[comptime] layer: Layer,
+) {
+    let hidden = comptime!(layer.out_w);
+    let sh = comptime!(row_stride(hidden));
+    let mut j = UNIT_POS as usize;
+    while j < hidden {
+        let mut g = F::new(0.0);
+        for t in 0..comptime!(layer.tile) {
+            g += F::cast_from(acts[delta + t * sh + j]);
+        }
+        add_to(partials, at + j, g, first);
+        j += CUBE_DIM as usize;
+    }
+}

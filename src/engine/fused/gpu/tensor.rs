@@ -1,0 +1,128 @@
+//! The tensor-core path of the fused GPU engine, host side: whether a device
+//! runs it for a model (cooperative matrices of the operand type, planes of
+//! 32 units, a tile in shared memory), and its launches — the f32 master
+//! weights cast to the operand type, then
+//! [`tensor_grad`](crate::engine::fused::gpu::kernels::tensor::tensor_grad).
+//! The partial rows it leaves are reduced like every other gradient pass's.
+
+use crate::config::{Precision, TrainConfig};
+use crate::engine::fused::gpu::kernels::args::BatchLaunch;
+use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
+use crate::engine::fused::gpu::kernels::tensor::{
+    cast_params, takes, tensor_grad, tile_points, PLANE_UNITS,
+};
+use crate::engine::fused::gpu::shape::Shape;
+use crate::engine::fused::gpu::GpuFused;
+use crate::error::{FerroError, Result};
+use cubecl::ir::{ElemType, FloatKind};
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+/// Tiles each cube takes, at least, before more cubes are launched.
+const TILES_PER_CUBE: usize = 4;
+
+/// The operand type of `p` on the tensor cores (None for f32).
+fn operand(p: Precision) -> Option<FloatKind> {
+    match p {
+        Precision::F32 => None,
+        Precision::F16 => Some(FloatKind::F16),
+        Precision::Bf16 => Some(FloatKind::BF16),
+    }
+}
+
+/// Points a tile of the tensor-core pass holds for `cfg` on this device, or
+/// why the device does not run it.
+pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> Result<usize> {
+    let fail = |reason: String| FerroError::OutsideEnvelope { reason };
+    let p = cfg.precision;
+    let kind = operand(p).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
+    let shape = Shape::of(cfg);
+    if !takes(&shape) {
+        return Err(fail(format!(
+            "--precision {p:?} in the fused engine takes 2 or more hidden layers of a \
+             multiple of 16 units and relu, tanh or sigmoid-like activations; use --precision f32"
+        )));
+    }
+    let float = |k: FloatKind| ElemType::Float(k).into();
+    let mma = cubecl::ir::features::MmaConfig {
+        a_type: float(kind),
+        b_type: float(kind),
+        cd_type: float(FloatKind::F32),
+        m: 16,
+        k: 16,
+        n: 16,
+    };
+    if !client.features().matmul.cmma.contains(&mma) {
+        return Err(fail(format!(
+            "--precision {p:?} in the fused engine needs tensor cores (cooperative \
+             matrices of {p:?}); this device or shader compiler has none: use --precision f32"
+        )));
+    }
+    let hw = &client.properties().hardware;
+    if hw.plane_size_min != PLANE_UNITS || hw.plane_size_max != PLANE_UNITS {
+        return Err(fail(format!(
+            "the tensor-core kernel needs planes of {PLANE_UNITS} units; this device has {}–{}",
+            hw.plane_size_min, hw.plane_size_max
+        )));
+    }
+    tile_points(&shape, hw.max_shared_memory_size).ok_or_else(|| {
+        fail(
+            "the model's activations do not fit this device's shared memory; use --precision f32"
+                .into(),
+        )
+    })
+}
+
+impl<R: Runtime> GpuFused<R> {
+    /// The tensor-core gradient pass over `len` points from `start` (or `idx`).
+    pub(crate) fn launch_tensor(
+        &mut self,
+        start: usize,
+        len: usize,
+        idx: Option<Handle>,
+        scale: f32,
+    ) {
+        match self.cfg.precision {
+            Precision::F16 => self.launch_tensor_as::<half::f16>(start, len, idx, scale),
+            _ => self.launch_tensor_as::<half::bf16>(start, len, idx, scale),
+        }
+    }
+
+    fn launch_tensor_as<E: Float + CubeElement>(
+        &mut self,
+        start: usize,
+        len: usize,
+        idx: Option<Handle>,
+        scale: f32,
+    ) {
+        let np = self.np;
+        let cubes = len
+            .div_ceil(self.pass.tile * TILES_PER_CUBE)
+            .clamp(1, self.max_cubes);
+        let use_idx = idx.is_some();
+        // SAFETY: params holds np f32 values and `half` np operand values;
+        // partials a row of np + 1 for each of at most max_cubes cubes.
+        unsafe {
+            cast_params::launch::<f32, E, R>(
+                &self.client,
+                CubeCount::Static(np.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                ArrayArg::from_raw_parts(self.buf.half.clone(), np),
+            );
+            tensor_grad::launch::<f32, E, R>(
+                &self.client,
+                CubeCount::Static(cubes as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                self.points_arg(idx, len),
+                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                ArrayArg::from_raw_parts(self.buf.half.clone(), np),
+                ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
+                BatchLaunch::new(start as u32, len as u32, scale),
+                Shape::of(&self.cfg),
+                self.pass_for(use_idx),
+            );
+        }
+        self.pending = Some(cubes as u32);
+    }
+}

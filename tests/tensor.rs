@@ -1,0 +1,154 @@
+//! The fused engine in half precision (f16/bf16 operands on tensor cores, f32
+//! accumulation and master weights): gradients near the float64 reference,
+//! training that reaches the f32 engine's loss, and a clear refusal where the
+//! device has no tensor cores.
+//!
+//! Tolerances (relative error of the whole gradient, as elsewhere): bf16
+//! keeps 8 bits of mantissa (2⁻⁸ ≈ 0.4 % a value), f16 11 (≈ 0.05 %); the
+//! rounding of activations and δs over a few layers stays within 3e-2 for
+//! bf16 and 5e-3 for f16 at these widths.
+
+mod common;
+
+use ferrofit::backend::select::Target;
+use ferrofit::backend::Backend;
+use ferrofit::batches::Batch;
+use ferrofit::config::{Activation, Data, EngineKind, Loss, ModelSpec, Precision, TrainConfig};
+use ferrofit::model::reference::relative_error as rel_err;
+use ferrofit::model::{reference, Params};
+use ferrofit::rng::uniform;
+use ferrofit::task::{Dataset, Task};
+use ferrofit::trainer::Trainer;
+
+/// Random inputs and targets in [-1, 1].
+fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
+    let draw = |s: u64, i: usize| (2.0 * uniform(seed, s, i as u64) - 1.0) as f32;
+    Dataset {
+        x: (0..n * inputs).map(|i| draw(7, i)).collect(),
+        y: (0..n * outputs).map(|i| draw(8, i)).collect(),
+        inputs,
+        outputs,
+    }
+}
+
+/// The largest relative gradient error allowed at `p`.
+fn tolerance(p: Precision) -> f64 {
+    match p {
+        Precision::Bf16 => 3e-2,
+        _ => 5e-3,
+    }
+}
+
+/// Models the tensor-core kernel takes: depths, widths, activations, losses,
+/// inputs and outputs; no N a multiple of the tile.
+fn cases() -> Vec<(ModelSpec, Loss, usize)> {
+    let m = |inputs, hidden, layers, outputs, activation| ModelSpec {
+        inputs,
+        hidden,
+        layers,
+        outputs,
+        activation,
+    };
+    vec![
+        (m(1, 64, 3, 1, Activation::Relu), Loss::Mse, 1000),
+        (m(1, 128, 4, 1, Activation::Relu), Loss::Mse, 3001),
+        (m(2, 16, 2, 3, Activation::Tanh), Loss::Huber, 333),
+        (m(3, 32, 3, 2, Activation::Sigmoid), Loss::L1, 257),
+        (m(16, 48, 8, 4, Activation::Tanh), Loss::Mse, 129),
+    ]
+}
+
+common::per_gpu! {
+    fn half_precision_gradient_is_near_the_reference(target) {
+        if !has_tensor_cores(target, "half_precision_gradient_is_near_the_reference") {
+            return;
+        }
+        for precision in [Precision::Bf16, Precision::F16] {
+            for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
+                let cfg = TrainConfig { model: spec, loss, n, precision, ..TrainConfig::default() };
+                let p = Params::init(&spec, 40 + i as u64);
+                let data = random_data(n, spec.inputs, spec.outputs, 40 + i as u64);
+                let (_, reference) = reference::loss_and_grad(&p, &data, spec.activation, loss);
+                for batch in [Batch::Range(0, n), Batch::Indices((0..n as u32).rev().collect())] {
+                    let g = Trainer::new(cfg.clone(), target.clone())
+                        .engine(EngineKind::Fused)
+                        .init(p.clone())
+                        .data(data.clone())
+                        .gradient(&batch)
+                        .unwrap_or_else(|e| panic!("{precision:?} case {i}: {e}"));
+                    let g: Vec<f64> = g.into_iter().map(f64::from).collect();
+                    let e = rel_err(&g, &reference);
+                    assert!(
+                        e <= tolerance(precision),
+                        "{} {precision:?} case {i}: gradient off by {e:e}",
+                        target.label()
+                    );
+                }
+            }
+        }
+    }
+
+    fn bf16_training_reaches_the_f32_loss(target) {
+        if !has_tensor_cores(target, "bf16_training_reaches_the_f32_loss") {
+            return;
+        }
+        let deep = |layers, task| TrainConfig {
+            model: ModelSpec { hidden: 64, layers, ..TrainConfig::default().model },
+            data: Data::Task(task),
+            n: 100_000,
+            steps: 300,
+            optimizer: ferrofit::config::OptimizerKind::Adam,
+            lr: 0.003,
+            ..TrainConfig::default()
+        };
+        for cfg in [deep(4, Task::Sin), deep(3, Task::X2Noise)] {
+            let run = |precision| {
+                Trainer::new(TrainConfig { precision, ..cfg.clone() }, target.clone())
+                    .engine(EngineKind::Fused)
+                    .run()
+                    .unwrap_or_else(|e| panic!("{precision:?}: {e}"))
+            };
+            let (full, half) = (run(Precision::F32), run(Precision::Bf16));
+            let note = half.engine_note.clone().unwrap_or_default();
+            assert!(note.contains("tensor-core"), "bf16 ran {note}");
+            let (a, b) = (full.outcome.final_loss, half.outcome.final_loss);
+            assert!(
+                b <= a * 1.05,
+                "{} layers on {:?}: bf16 loss {b} vs f32 {a}",
+                cfg.model.layers,
+                cfg.data
+            );
+        }
+    }
+}
+
+/// Whether `target` runs the tensor-core kernel. Where it does not (wgpu's
+/// WGSL shaders, lavapipe), half precision in the fused engine must be a
+/// clear refusal that names the way out, and `test` is recorded as skipped.
+/// `FERROFIT_REQUIRE_TENSOR_CORES=1` makes a CUDA device without them fail.
+fn has_tensor_cores(target: &Target, test: &str) -> bool {
+    let cfg = TrainConfig {
+        model: ModelSpec {
+            hidden: 64,
+            layers: 3,
+            ..TrainConfig::default().model
+        },
+        precision: Precision::Bf16,
+        ..TrainConfig::default()
+    };
+    match ferrofit::trainer::choose_engine(target, &cfg, EngineKind::Fused) {
+        Ok(_) => true,
+        Err(e) => {
+            assert!(
+                !(target.backend == Backend::Cuda
+                    && std::env::var("FERROFIT_REQUIRE_TENSOR_CORES").is_ok_and(|v| v == "1")),
+                "{}: tensor cores required: {e}",
+                target.label()
+            );
+            let msg = e.to_string();
+            assert!(msg.contains("--precision f32"), "no way out named: {msg}");
+            common::skip(&format!("{test} on {}", target.label()), &msg);
+            false
+        }
+    }
+}
