@@ -78,6 +78,7 @@ common::per_gpu! {
                         .unwrap_or_else(|e| panic!("{precision:?} case {i}: {e}"));
                     let g: Vec<f64> = g.into_iter().map(f64::from).collect();
                     let e = rel_err(&g, &reference);
+                    eprintln!("{precision:?} case {i} ({n} points): gradient relative error {e:.2e}");
                     assert!(
                         e <= tolerance(precision),
                         "{} {precision:?} case {i}: gradient off by {e:e}",
@@ -112,6 +113,7 @@ common::per_gpu! {
             let note = half.engine_note.clone().unwrap_or_default();
             assert!(note.contains("tensor-core"), "bf16 ran {note}");
             let (a, b) = (full.outcome.final_loss, half.outcome.final_loss);
+            eprintln!("{} layers on {:?}: f32 loss {a:.6}, bf16 loss {b:.6} ({note})", cfg.model.layers, cfg.data);
             assert!(
                 b <= a * 1.05,
                 "{} layers on {:?}: bf16 loss {b} vs f32 {a}",

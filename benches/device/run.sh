@@ -49,10 +49,10 @@ bench() {  # bench NAME ARGS...: one bench call, its table printed, JSON and Mar
 case "$suite" in
 tests)
   status=0
-  for t in ${*:-gradients training persistent parallel}; do
+  for t in ${*:-gradients training persistent parallel tensor}; do
     gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
     echo "== $t"
-    FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 timeout 400 "/tmp/test_$t" --test-threads 1 \
+    FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 FERROFIT_REQUIRE_TENSOR_CORES=1 timeout 400 "/tmp/test_$t" --test-threads 1 --nocapture \
       > "$OUT/test_$t.txt" 2>&1 || status=1
     grep -E "^test |test result|panicked" "$OUT/test_$t.txt"
   done

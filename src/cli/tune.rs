@@ -61,6 +61,13 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let space = Space {
         fused: choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),
         gpu: target.backend.is_gpu(),
+        tensor: {
+            let half = TrainConfig {
+                precision: crate::config::Precision::Bf16,
+                ..cfg.clone()
+            };
+            choose_engine(&target, &half, EngineKind::Fused).is_ok()
+        },
     };
     eprintln!(
         "tune: {} n={} on {} [{}], budget {}",

@@ -233,6 +233,7 @@ pub fn half_precision(t: &dyn Subject) -> Finding {
             }
         }
     }
+    parts.push(tensor_cores(t));
     if bad {
         Finding::bad(
             CHECK,
@@ -282,4 +283,31 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
         format!("largest N that fits: {ok}; N = {bad} failed: {why}"),
         &format!("train larger data sets as mini-batches: --batch-size {ok} (or less) with --accumulate K for an effective batch of K × that"),
     )
+}
+
+/// Whether a deep model in bf16 runs on the tensor cores here (the fused
+/// engine's tensor-core kernel), or why not.
+fn tensor_cores(t: &dyn Subject) -> String {
+    let cfg = TrainConfig {
+        model: crate::config::ModelSpec {
+            hidden: 64,
+            layers: 3,
+            ..small().model
+        },
+        n: 4096,
+        steps: 5,
+        precision: Precision::Bf16,
+        ..small()
+    };
+    let init = Params::init(&cfg.model, cfg.seed);
+    match t.train_from(&cfg, EngineKind::Auto, init, None) {
+        Ok(r) if r.engine == EngineKind::Fused => {
+            format!("tensor cores: used ({})", r.engine_note.unwrap_or_default())
+        }
+        Ok(r) => format!(
+            "tensor cores: not used ({})",
+            r.engine_note.unwrap_or_else(|| "general engine".into())
+        ),
+        Err(e) => format!("tensor cores: a deep bf16 run failed: {e}"),
+    }
 }

@@ -93,6 +93,8 @@ pub struct Space {
     pub fused: bool,
     /// The device is a GPU (the fused kernel's tile matters).
     pub gpu: bool,
+    /// The fused engine runs this job in half precision here (tensor cores).
+    pub tensor: bool,
 }
 
 /// Smallest mini-batch tried.
@@ -125,7 +127,11 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
     };
     let mut engines = Vec::new();
     if space.fused {
-        engines.push((EngineKind::Fused, vec![Precision::F32]));
+        let mut precisions = vec![Precision::F32];
+        if space.tensor {
+            precisions.extend([Precision::Bf16, Precision::F16]);
+        }
+        engines.push((EngineKind::Fused, precisions));
     }
     engines.push((
         EngineKind::General,
@@ -219,6 +225,7 @@ mod tests {
         let gpu = Space {
             fused: true,
             gpu: true,
+            tensor: false,
         };
         let best = Candidate::of(&TrainConfig::default(), EngineKind::Fused);
         let wide = |hidden| ModelSpec {
@@ -249,6 +256,7 @@ mod tests {
         let cpu = Space {
             fused: true,
             gpu: false,
+            tensor: false,
         };
         assert!(tiles_of(&best, cpu, &wide(64)).is_empty());
         // Nor for a model the tiled kernel takes.

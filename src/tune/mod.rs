@@ -293,6 +293,7 @@ mod tests {
         let space = Space {
             fused: true,
             gpu: true,
+            tensor: false,
         };
         let r = search(space, 1e9);
         let w = r.winner().unwrap();
@@ -319,6 +320,7 @@ mod tests {
             Space {
                 fused: true,
                 gpu: false,
+                tensor: false,
             },
             1e9,
         );
@@ -358,6 +360,7 @@ mod tests {
             Space {
                 fused: true,
                 gpu: true,
+                tensor: false,
             },
             0.0,
         );
@@ -374,6 +377,7 @@ mod tests {
         let gpu = Space {
             fused: true,
             gpu: true,
+            tensor: false,
         };
         let r = search_job(&job, gpu, 1e9);
         let best = r.winner().expect("a configuration reached the target");

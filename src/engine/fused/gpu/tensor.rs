@@ -9,7 +9,7 @@ use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::tensor::{
-    cast_params, takes, tensor_grad, tile_points, PLANE_UNITS,
+    cast_params, takes, tensor_grad, tile_bytes, tile_points, PLANE_UNITS,
 };
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::GpuFused;
@@ -18,8 +18,8 @@ use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 
-/// Tiles each cube takes, at least, before more cubes are launched.
-const TILES_PER_CUBE: usize = 4;
+/// Multiprocessors assumed where the runtime does not say.
+const DEFAULT_SMS: usize = 64;
 
 /// The operand type of `p` on the tensor cores (None for f32).
 fn operand(p: Precision) -> Option<FloatKind> {
@@ -96,21 +96,30 @@ impl<R: Runtime> GpuFused<R> {
         scale: f32,
     ) {
         let np = self.np;
-        let cubes = len
-            .div_ceil(self.pass.tile * TILES_PER_CUBE)
+        // As many cubes as the device holds at once (each takes many tiles):
+        // fewer partial rows to sum, no tail of a last partial wave.
+        let hw = &self.client.properties().hardware;
+        let sms = hw
+            .num_streaming_multiprocessors
+            .map_or(DEFAULT_SMS, |n| n as usize);
+        let per_sm = hw.max_shared_memory_size / tile_bytes(&Shape::of(&self.cfg), self.pass.tile);
+        let cubes = (sms * per_sm.max(1))
+            .min(len.div_ceil(self.pass.tile))
             .clamp(1, self.max_cubes);
         let use_idx = idx.is_some();
-        // SAFETY: params holds np f32 values and `half` np operand values;
-        // partials a row of np + 1 for each of at most max_cubes cubes.
+        // SAFETY (unchecked launches: no bounds checks): params holds np f32
+        // values and `half` np operand values; partials a row of np + 1 for
+        // each of at most max_cubes cubes; the kernel indexes only inside
+        // these, the tile's shared memory and the batch's points.
         unsafe {
-            cast_params::launch::<f32, E, R>(
+            cast_params::launch_unchecked::<f32, E, R>(
                 &self.client,
                 CubeCount::Static(np.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
                 ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.half.clone(), np),
             );
-            tensor_grad::launch::<f32, E, R>(
+            tensor_grad::launch_unchecked::<f32, E, R>(
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),

@@ -100,11 +100,26 @@ pub fn reduce_update<F: Float + CubeElement>(
     let j = CUBE_POS * units + t % width;
     let mut s = F::new(0.0);
     if lane < lanes && j < width {
+        // Four rows at a time (four loads in flight), in a fixed order.
+        let mut s4 = Array::<F>::new(4usize);
+        #[unroll]
+        for q in 0..4usize {
+            s4[q] = F::new(0.0);
+        }
+        let rows = cubes as usize;
         let mut c = lane;
-        while c < cubes as usize {
-            s += partials[c * width + j];
+        while c + 3 * lanes < rows {
+            #[unroll]
+            for q in 0..4usize {
+                s4[q] += partials[(c + q * lanes) * width + j];
+            }
+            c += 4 * lanes;
+        }
+        while c < rows {
+            s4[0] += partials[c * width + j];
             c += lanes;
         }
+        s = (s4[0] + s4[1]) + (s4[2] + s4[3]);
     }
     lane_sums[t] = s;
     sync_cube();

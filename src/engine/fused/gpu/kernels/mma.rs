@@ -94,13 +94,19 @@ pub fn product<F: Float, E: Float>(
             MatrixLayout::RowMajor,
         );
         sync_plane();
+        // A lane's values share one column: e % 16 = lane % 16.
+        let col = n0 + lane % BLOCK;
+        let mut bias = F::new(0.0);
+        if comptime!(!layer.below) {
+            bias = params[at.off + comptime!(hidden * hidden) + col];
+        }
         #[unroll]
         for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {
             let e = lane + i * comptime!(PLANE_UNITS as usize);
-            let d = at.dst + (m0 + e / BLOCK) * sh + n0 + e % BLOCK;
+            let d = at.dst + (m0 + e / BLOCK) * sh + col;
             let v = scr[mine + e];
             if comptime!(!layer.below) {
-                let z = v + params[at.off + comptime!(hidden * hidden) + n0 + e % BLOCK];
+                let z = v + bias;
                 acts[d] = E::cast_from(act_fwd::<F>(z, act));
             } else {
                 let a = F::cast_from(acts[d]);

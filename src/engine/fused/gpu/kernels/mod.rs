@@ -6,7 +6,8 @@
 //! - `persistent`: many full-batch steps in one launch, cubes exchanging
 //!   gradient rows through global memory;
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
-//! - `tensor` + `mma`: several hidden layers on tensor cores (cmma), half-precision operands;
+//! - `tensor` + `mma` + `sums`: several hidden layers on tensor cores (cmma),
+//!   half-precision operands;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
 //! - `ops` (per-point pass, cube reductions) and `math` (activations, losses,
@@ -20,5 +21,6 @@ pub mod mma;
 pub mod ops;
 pub mod persistent;
 pub mod split;
+pub mod sums;
 pub mod tensor;
 pub mod tiled;

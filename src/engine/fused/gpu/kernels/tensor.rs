@@ -25,6 +25,7 @@ use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::mma::{product, weight_grads};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
 use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
 use cubecl::prelude::*;
 
@@ -51,24 +52,44 @@ pub fn row_stride(hidden: usize) -> usize {
 }
 
 /// Shared-memory bytes for a tile of `tile` points.
-fn tile_bytes(s: &Shape, tile: usize) -> usize {
+pub fn tile_bytes(s: &Shape, tile: usize) -> usize {
     let acts = s.layers * tile * row_stride(s.hidden) * 2;
     let f32s = tile * (s.inputs + s.outputs) + PLANES * BLOCK * BLOCK + LOSS_SCRATCH;
     acts + f32s * 4
 }
 
-/// Points a tile holds with `max_shared` bytes of shared memory: the largest
-/// of 128, 64, 32, 16 that fits (None when not even 16 does).
+/// Points a tile holds with `max_shared` bytes of shared memory per cube:
+/// the largest of 128, 64, 32, 16 that fits (None when not even 16 does).
+/// (Smaller tiles to fit more cubes per multiprocessor measured slower on
+/// the H200 at 4 × 128: more weight-gradient traffic per point.)
 pub fn tile_points(s: &Shape, max_shared: usize) -> Option<usize> {
     [128, 64, 32, 16]
         .into_iter()
         .find(|&t| tile_bytes(s, t) <= max_shared)
 }
 
+/// Units sharing each output's dot product over `hidden` values, for
+/// `outs` outputs a tile: as many as the cube has for each (at most 16), or 1
+/// (the partial sums, `split × outs` ≤ 2048, fit the planes' scratch).
+fn out_split(outs: usize, hidden: usize) -> usize {
+    (256 / outs).clamp(1, 16).min(hidden)
+}
+
+/// The non-product sum `kind` of `s`'s model over tiles of `tile` points.
+fn sum_of(kind: Kind, s: &Shape, tile: usize) -> Sum {
+    Sum {
+        kind,
+        tile,
+        inputs: s.inputs,
+        hidden: s.hidden,
+        outputs: s.outputs,
+    }
+}
+
 /// Forward, loss and backward over `batch` of `points`; one partial row
 /// (`np + 1` values, the loss last) per cube into `partials`, times the
 /// batch's scale. `half` holds `params` in the operand type `E`.
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     points: &Points<F>,
     params: &Array<F>,
@@ -110,6 +131,25 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut dout = SharedMemory::<F>::new(comptime!(tile * outputs));
     let mut scr = SharedMemory::<F>::new_aligned(comptime!(PLANES * BLOCK * BLOCK), 32usize);
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    // This unit's shares of the non-product sums, kept over every tile.
+    let s_out = comptime!(sum_of(Kind::Output, &shape, tile));
+    let s_bias = comptime!(sum_of(Kind::Bias, &shape, tile));
+    let s_first = comptime!(sum_of(Kind::First, &shape, tile));
+    let mut acc_out = Array::<F>::new(comptime!(s_out.slots()));
+    let mut acc_bias = Array::<F>::new(layers);
+    let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
+    #[unroll]
+    for k in 0..comptime!(s_out.slots()) {
+        acc_out[k] = F::new(0.0);
+    }
+    #[unroll]
+    for k in 0..layers {
+        acc_bias[k] = F::new(0.0);
+    }
+    #[unroll]
+    for k in 0..comptime!(s_first.slots()) {
+        acc_first[k] = F::new(0.0);
+    }
 
     // A cube with no tile still leaves a row (of zeros).
     if CUBE_POS * tile >= n {
@@ -161,15 +201,36 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             product::<F, E>(&mut acts, &mut scr, half, params, &at, forward);
             sync_cube();
         }
-        // Output layer, loss and output δ (unscaled), f32.
+        // Output layer, f32: each output's dot product split over `split`
+        // units (partial sums in the planes' scratch), then loss and output δ
+        // (unscaled).
         let last = (layers - 1) * plane_rows;
+        let outs = comptime!(tile * outputs);
+        let split = comptime!(out_split(tile * outputs, hidden));
+        let mut u = unit;
+        while u < comptime!(split * tile * outputs) {
+            let e = u % outs;
+            let part = u / outs;
+            let t = e / outputs;
+            let o = e % outputs;
+            let mut z = F::new(0.0);
+            let mut j = part;
+            while j < hidden {
+                z += params[off_out + o * hidden + j] * F::cast_from(acts[last + t * sh + j]);
+                j += split;
+            }
+            scr[u] = z;
+            u += units;
+        }
+        sync_cube();
         let mut e = unit;
-        while e < comptime!(tile * outputs) {
+        while e < outs {
             let t = e / outputs;
             let o = e % outputs;
             let mut z = params[off_out + comptime!(outputs * hidden) + o];
-            for j in 0..hidden {
-                z += params[off_out + o * hidden + j] * F::cast_from(acts[last + t * sh + j]);
+            #[unroll]
+            for q in 0..split {
+                z += scr[q * outs + e];
             }
             let mut d = F::new(0.0);
             if base + t < n {
@@ -183,24 +244,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }
         sync_cube();
         // Output layer's gradients: Σ_t δ_out·a_L, Σ_t δ_out.
-        let mut e = unit;
-        while e < comptime!(outputs * hidden + outputs) {
-            let mut g = F::new(0.0);
-            if e < comptime!(outputs * hidden) {
-                let o = e / hidden;
-                let j = e % hidden;
-                for t in 0..tile {
-                    g += dout[t * outputs + o] * F::cast_from(acts[last + t * sh + j]);
-                }
-            } else {
-                let o = e - comptime!(outputs * hidden);
-                for t in 0..tile {
-                    g += dout[t * outputs + o];
-                }
-            }
-            add_to(partials, row + off_out + e, g, first);
-            e += units;
-        }
+        add_share::<F, E>(&mut acc_out, 0, &acts, &dout, last, s_out);
         sync_cube();
         // δ of the last hidden layer, over its activations.
         let mut e = unit;
@@ -228,8 +272,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 dst: l * plane_rows,
             };
             weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward);
-            let at_bias = row + off + comptime!(hidden * hidden);
-            bias_grads::<F, E>(&acts, partials, at_bias, l * plane_rows, first, backward);
+            add_share::<F, E>(&mut acc_bias, l, &acts, &dout, l * plane_rows, s_bias);
             sync_cube();
             // δ (`src`) times the weights, over the a below (`dst`).
             let down = At {
@@ -241,25 +284,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             sync_cube();
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
-        let mut e = unit;
-        while e < comptime!(hidden * inputs) {
-            let j = e / inputs;
-            let a = e % inputs;
-            let mut g = F::new(0.0);
-            for t in 0..tile {
-                g += F::cast_from(acts[t * sh + j]) * xin[t * inputs + a];
-            }
-            add_to(partials, row + e, g, first);
-            e += units;
-        }
-        bias_grads::<F, E>(
-            &acts,
-            partials,
-            row + comptime!(hidden * inputs),
-            0,
-            first,
-            backward,
-        );
+        add_share::<F, E>(&mut acc_first, 0, &acts, &xin, 0, s_first);
+        add_share::<F, E>(&mut acc_bias, 0, &acts, &dout, 0, s_bias);
         sync_cube();
         base += CUBE_COUNT * tile;
     }
@@ -268,18 +294,25 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     if unit == 0usize {
         partials[row + np] = total;
     }
+    flush::<F>(&acc_out, 0, &mut red, partials, row + off_out, s_out);
+    flush::<F>(&acc_first, 0, &mut red, partials, row, s_first);
+    let at_first_bias = row + comptime!(hidden * inputs);
+    flush::<F>(&acc_bias, 0, &mut red, partials, at_first_bias, s_bias);
+    for l in 1..layers {
+        let at = row + off1 + (l - 1) * hh + comptime!(hidden * hidden);
+        flush::<F>(&acc_bias, l, &mut red, partials, at, s_bias);
+    }
+    sync_cube();
     // The δs were unscaled: scale the cube's row once.
-    if CUBE_POS * tile < n {
-        let mut p = unit;
-        while p < np {
-            partials[row + p] *= batch.scale;
-            p += units;
-        }
+    let mut p = unit;
+    while p < np {
+        partials[row + p] *= batch.scale;
+        p += units;
     }
 }
 
 /// The master weights in the operand type, for the tensor cores.
-#[cube(launch)]
+#[cube(launch_unchecked)]
 pub fn cast_params<F: Float + CubeElement, E: Float + CubeElement>(
     params: &Array<F>,
     half: &mut Array<E>,
@@ -296,28 +329,5 @@ pub fn add_to<F: Float>(partials: &mut Array<F>, i: usize, g: F, first: bool) {
         partials[i] = g;
     } else {
         partials[i] += g;
-    }
-}
-
-/// Σ over the tile of the δ rows at `delta`, per unit, into `partials[at..]`.
-#[cube]
-fn bias_grads<F: Float, E: Float>(
-    acts: &SharedMemory<E>,
-    partials: &mut Array<F>,
-    at: usize,
-    delta: usize,
-    first: bool,
-    #[comptime] layer: Layer,
-) {
-    let hidden = comptime!(layer.out_w);
-    let sh = comptime!(row_stride(hidden));
-    let mut j = UNIT_POS as usize;
-    while j < hidden {
-        let mut g = F::new(0.0);
-        for t in 0..comptime!(layer.tile) {
-            g += F::cast_from(acts[delta + t * sh + j]);
-        }
-        add_to(partials, at + j, g, first);
-        j += CUBE_DIM as usize;
     }
 }
