@@ -272,6 +272,16 @@ common::per_gpu! {
                 Loss::Mse,
                 300,
             ),
+            // Many cubes' partial rows to sum (the reduction's unrolled loop).
+            (
+                ModelSpec {
+                    hidden: 16,
+                    layers: 2,
+                    ..base
+                },
+                Loss::Mse,
+                40_001,
+            ),
             (
                 ModelSpec {
                     inputs: 16,

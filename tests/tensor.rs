@@ -5,8 +5,9 @@
 //!
 //! Tolerances (relative error of the whole gradient, as elsewhere): bf16
 //! keeps 8 bits of mantissa (2⁻⁸ ≈ 0.4 % a value), f16 11 (≈ 0.05 %); the
-//! rounding of activations and δs over a few layers stays within 3e-2 for
-//! bf16 and 5e-3 for f16 at these widths.
+//! rounding of activations and δs over up to 8 layers stays within 1e-2 for
+//! bf16 and 5e-3 for f16 at these widths (measured on the H200: at most
+//! 3.5e-3 and 1.8e-3).
 
 mod common;
 
@@ -34,13 +35,13 @@ fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
 /// The largest relative gradient error allowed at `p`.
 fn tolerance(p: Precision) -> f64 {
     match p {
-        Precision::Bf16 => 3e-2,
+        Precision::Bf16 => 1e-2,
         _ => 5e-3,
     }
 }
 
 /// Models the tensor-core kernel takes: depths, widths, activations, losses,
-/// inputs and outputs; no N a multiple of the tile.
+/// inputs and outputs; no N a multiple of the tile; one or many tiles a cube.
 fn cases() -> Vec<(ModelSpec, Loss, usize)> {
     let m = |inputs, hidden, layers, outputs, activation| ModelSpec {
         inputs,
@@ -55,6 +56,8 @@ fn cases() -> Vec<(ModelSpec, Loss, usize)> {
         (m(2, 16, 2, 3, Activation::Tanh), Loss::Huber, 333),
         (m(3, 32, 3, 2, Activation::Sigmoid), Loss::L1, 257),
         (m(16, 48, 8, 4, Activation::Tanh), Loss::Mse, 129),
+        // Enough points that every cube takes several tiles.
+        (m(1, 64, 3, 1, Activation::Relu), Loss::Huber, 150_001),
     ]
 }
 
@@ -93,30 +96,33 @@ common::per_gpu! {
         if !has_tensor_cores(target, "bf16_training_reaches_the_f32_loss") {
             return;
         }
+        // The seed job's recipe (full batch, SGD lr 0.2, 100 steps, 1e6
+        // points) on deep models; a mean over three initial weights, since
+        // one run's final loss moves with the order of its sums.
         let deep = |layers, task| TrainConfig {
             model: ModelSpec { hidden: 64, layers, ..TrainConfig::default().model },
             data: Data::Task(task),
-            n: 100_000,
-            steps: 300,
-            optimizer: ferrofit::config::OptimizerKind::Adam,
-            lr: 0.003,
             ..TrainConfig::default()
         };
         for cfg in [deep(4, Task::Sin), deep(3, Task::X2Noise)] {
-            let run = |precision| {
-                Trainer::new(TrainConfig { precision, ..cfg.clone() }, target.clone())
-                    .engine(EngineKind::Fused)
-                    .run()
-                    .unwrap_or_else(|e| panic!("{precision:?}: {e}"))
+            let mean = |precision| {
+                let mut sum = 0.0;
+                for seed in 1..=3 {
+                    let run = Trainer::new(TrainConfig { precision, seed, ..cfg.clone() }, target.clone())
+                        .engine(EngineKind::Fused)
+                        .run()
+                        .unwrap_or_else(|e| panic!("{precision:?}: {e}"));
+                    let note = run.engine_note.clone().unwrap_or_default();
+                    assert_eq!(note.contains("tensor-core"), precision != Precision::F32, "{note}");
+                    sum += run.outcome.final_loss;
+                }
+                sum / 3.0
             };
-            let (full, half) = (run(Precision::F32), run(Precision::Bf16));
-            let note = half.engine_note.clone().unwrap_or_default();
-            assert!(note.contains("tensor-core"), "bf16 ran {note}");
-            let (a, b) = (full.outcome.final_loss, half.outcome.final_loss);
-            eprintln!("{} layers on {:?}: f32 loss {a:.6}, bf16 loss {b:.6} ({note})", cfg.model.layers, cfg.data);
+            let (a, b) = (mean(Precision::F32), mean(Precision::Bf16));
+            eprintln!("{} layers on {}: mean final loss f32 {a:.6}, bf16 {b:.6}", cfg.model.layers, cfg.data);
             assert!(
                 b <= a * 1.05,
-                "{} layers on {:?}: bf16 loss {b} vs f32 {a}",
+                "{} layers on {}: bf16 loss {b} vs f32 {a}",
                 cfg.model.layers,
                 cfg.data
             );

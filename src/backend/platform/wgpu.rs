@@ -105,9 +105,9 @@ impl Platform for Wgpu {
             // CubeCL's WGSL compiler has no cooperative matrices.
             return Err(FerroError::OutsideEnvelope {
                 reason: format!(
-                    "--precision {:?} in the fused engine runs on tensor cores through CUDA; \
+                    "--precision {} in the fused engine runs on tensor cores through CUDA; \
                      wgpu's shaders (WGSL) have none: use --precision f32 or --backend cuda",
-                    cfg.precision
+                    format!("{:?}", cfg.precision).to_lowercase()
                 ),
             });
         }

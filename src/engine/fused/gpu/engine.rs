@@ -193,9 +193,9 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
         if let Some(tile) = self.tile().filter(|_| self.pass.tensor) {
             return Some(format!(
-                "tensor-core kernel ({:?} operands, f32 accumulation and master weights), \
+                "tensor-core kernel ({} operands, f32 accumulation and master weights), \
                  {tile} points a tile, two launches per step",
-                self.cfg.precision
+                format!("{:?}", self.cfg.precision).to_lowercase()
             ));
         }
         if let Some(tile) = self.tile() {

@@ -34,12 +34,12 @@ fn operand(p: Precision) -> Option<FloatKind> {
 /// why the device does not run it.
 pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> Result<usize> {
     let fail = |reason: String| FerroError::OutsideEnvelope { reason };
-    let p = cfg.precision;
-    let kind = operand(p).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
+    let p = format!("{:?}", cfg.precision).to_lowercase();
+    let kind = operand(cfg.precision).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
     let shape = Shape::of(cfg);
     if !takes(&shape) {
         return Err(fail(format!(
-            "--precision {p:?} in the fused engine takes 2 or more hidden layers of a \
+            "--precision {p} in the fused engine takes 2 or more hidden layers of a \
              multiple of 16 units and relu, tanh or sigmoid-like activations; use --precision f32"
         )));
     }
@@ -54,8 +54,8 @@ pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
     };
     if !client.features().matmul.cmma.contains(&mma) {
         return Err(fail(format!(
-            "--precision {p:?} in the fused engine needs tensor cores (cooperative \
-             matrices of {p:?}); this device or shader compiler has none: use --precision f32"
+            "--precision {p} in the fused engine needs tensor cores (cooperative \
+             matrices of {p}); this device or shader compiler has none: use --precision f32"
         )));
     }
     let hw = &client.properties().hardware;

@@ -51,9 +51,10 @@ pub fn row_stride(hidden: usize) -> usize {
     hidden + 8
 }
 
-/// Shared-memory bytes for a tile of `tile` points.
+/// Shared-memory bytes for a tile of `tile` points: the activations, the
+/// hidden-to-hidden weights (resident for the whole launch), f32 scratch.
 pub fn tile_bytes(s: &Shape, tile: usize) -> usize {
-    let acts = s.layers * tile * row_stride(s.hidden) * 2;
+    let acts = (s.layers * tile + (s.layers - 1) * s.hidden) * row_stride(s.hidden) * 2;
     let f32s = tile * (s.inputs + s.outputs) + PLANES * BLOCK * BLOCK + LOSS_SCRATCH;
     acts + f32s * 4
 }
@@ -160,6 +161,19 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }
     }
 
+    // The hidden-to-hidden weights, in shared memory for the whole launch
+    // (rows padded like the activations').
+    let w_rows = comptime!(hidden * sh);
+    let mut wsm = SharedMemory::<E>::new_aligned(comptime!((layers - 1) * hidden * sh), 32usize);
+    let mut k = unit;
+    while k < comptime!((layers - 1) * hidden * hidden) {
+        let l = k / comptime!(hidden * hidden);
+        let r = k % comptime!(hidden * hidden);
+        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+        k += units;
+    }
+    sync_cube();
+
     let mut lsum = F::new(0.0);
     let mut base = CUBE_POS * tile;
     while base < n {
@@ -198,7 +212,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: (l - 1) * plane_rows,
                 dst: l * plane_rows,
             };
-            product::<F, E>(&mut acts, &mut scr, half, params, &at, forward);
+            let w = wsm.slice((l - 1) * w_rows, l * w_rows);
+            product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward);
             sync_cube();
         }
         // Output layer, f32: each output's dot product split over `split`
@@ -280,7 +295,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: l * plane_rows,
                 dst: (l - 1) * plane_rows,
             };
-            product::<F, E>(&mut acts, &mut scr, half, params, &down, backward);
+            let w = wsm.slice((l - 1) * w_rows, l * w_rows);
+            product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward);
             sync_cube();
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
