@@ -9,20 +9,8 @@ use ferrofit::config::{Activation, EngineKind, Loss, ModelSpec, TrainConfig};
 use ferrofit::engine::fused::cpu::kernel as cpu_kernel;
 use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
-use ferrofit::rng::uniform;
 use ferrofit::task::Dataset;
 use ferrofit::trainer::Trainer;
-
-/// Random inputs and targets in [-1, 1].
-fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
-    let draw = |s: u64, i: usize| (2.0 * uniform(seed, s, i as u64) - 1.0) as f32;
-    Dataset {
-        x: (0..n * inputs).map(|i| draw(7, i)).collect(),
-        y: (0..n * outputs).map(|i| draw(8, i)).collect(),
-        inputs,
-        outputs,
-    }
-}
 
 /// Models covering widths, depths, activations and losses; sizes not multiples of any tile.
 fn cases() -> Vec<(ModelSpec, Loss, usize)> {
@@ -76,7 +64,7 @@ fn cases() -> Vec<(ModelSpec, Loss, usize)> {
 fn fused_cpu_gradient_matches_reference_within_1e_5() {
     for (i, (spec, lossk, n)) in cases().into_iter().enumerate() {
         let p = Params::init(&spec, i as u64);
-        let data = random_data(n, spec.inputs, spec.outputs, i as u64);
+        let data = common::random_data(n, spec.inputs, spec.outputs, i as u64);
         let (ref_loss, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
         let count = (n * spec.outputs) as f64;
         let (loss, grad) = cpu_kernel::loss_and_grad(
@@ -101,7 +89,7 @@ fn fused_cpu_gradient_matches_reference_within_1e_5() {
 fn fused_cpu_gradient_of_an_index_batch_matches_reference() {
     let spec = TrainConfig::default().model;
     let p = Params::init(&spec, 3);
-    let data = random_data(500, 1, 1, 3);
+    let data = common::random_data(500, 1, 1, 3);
     let idx: Vec<u32> = (0..500).step_by(3).map(|i| i as u32).collect();
     let sub = Dataset {
         x: idx.iter().map(|&i| data.x[i as usize]).collect(),
@@ -130,7 +118,7 @@ common::per_device! {
                 ..TrainConfig::default()
             };
             let p = Params::init(&spec, 10 + i as u64);
-            let data = random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
+            let data = common::random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             let g =
                 gradient(target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
@@ -304,7 +292,7 @@ common::per_gpu! {
                 ..TrainConfig::default()
             };
             let p = Params::init(&spec, 20 + i as u64);
-            let data = random_data(n, spec.inputs, spec.outputs, 20 + i as u64);
+            let data = common::random_data(n, spec.inputs, spec.outputs, 20 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             for batch in [
                 Batch::Range(0, n),

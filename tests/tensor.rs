@@ -17,20 +17,8 @@ use ferrofit::batches::Batch;
 use ferrofit::config::{Activation, Data, EngineKind, Loss, ModelSpec, Precision, TrainConfig};
 use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
-use ferrofit::rng::uniform;
-use ferrofit::task::{Dataset, Task};
+use ferrofit::task::Task;
 use ferrofit::trainer::Trainer;
-
-/// Random inputs and targets in [-1, 1].
-fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> Dataset {
-    let draw = |s: u64, i: usize| (2.0 * uniform(seed, s, i as u64) - 1.0) as f32;
-    Dataset {
-        x: (0..n * inputs).map(|i| draw(7, i)).collect(),
-        y: (0..n * outputs).map(|i| draw(8, i)).collect(),
-        inputs,
-        outputs,
-    }
-}
 
 /// The largest relative gradient error allowed at `p`.
 fn tolerance(p: Precision) -> f64 {
@@ -70,7 +58,7 @@ common::per_gpu! {
             for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
                 let cfg = TrainConfig { model: spec, loss, n, precision, ..TrainConfig::default() };
                 let p = Params::init(&spec, 40 + i as u64);
-                let data = random_data(n, spec.inputs, spec.outputs, 40 + i as u64);
+                let data = common::random_data(n, spec.inputs, spec.outputs, 40 + i as u64);
                 let (_, reference) = reference::loss_and_grad(&p, &data, spec.activation, loss);
                 for batch in [Batch::Range(0, n), Batch::Indices((0..n as u32).rev().collect())] {
                     let g = Trainer::new(cfg.clone(), target.clone())

@@ -181,3 +181,15 @@ pub fn fresh_dir(tag: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// Random inputs and targets in [-1, 1], `n` points (the gradient tests' data).
+#[allow(dead_code)]
+pub fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> ferrofit::task::Dataset {
+    let draw = |s: u64, i: usize| (2.0 * ferrofit::rng::uniform(seed, s, i as u64) - 1.0) as f32;
+    ferrofit::task::Dataset {
+        x: (0..n * inputs).map(|i| draw(7, i)).collect(),
+        y: (0..n * outputs).map(|i| draw(8, i)).collect(),
+        inputs,
+        outputs,
+    }
+}

@@ -6,7 +6,7 @@
 
 use crate::batches::Batch;
 use crate::config::Activation;
-use crate::engine::fused::cpu::kernel::{Chunk, BLOCK};
+use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
 use crate::model::{activation, loss, Params};
 
 /// One chunk's scratch space and running sums.

@@ -10,12 +10,11 @@
 use crate::batches::Batch;
 use crate::config::{Activation, Loss};
 use crate::engine::fused::cpu::block::Workspace;
+use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
 use crate::model::{activation, loss, Params};
 use crate::task::Dataset;
 use rayon::prelude::*;
 
-/// Points per block (the vector loop length).
-pub const BLOCK: usize = 64;
 /// Points per block of the seed-shape path ([`Chunk::run_single`]).
 const SINGLE_BLOCK: usize = 64;
 /// Partial sums per accumulator there (one 8-wide vector).
@@ -87,18 +86,6 @@ pub fn loss_and_grad(
         }
     }
     (total, grad)
-}
-
-/// One parallel task: a contiguous range of the batch.
-pub(crate) struct Chunk<'a> {
-    pub(crate) params: &'a Params,
-    pub(crate) act: Activation,
-    pub(crate) lossk: Loss,
-    pub(crate) data: &'a Dataset,
-    pub(crate) batch: &'a Batch,
-    pub(crate) scale: f32,
-    pub(crate) first: usize,
-    pub(crate) last: usize,
 }
 
 impl Chunk<'_> {

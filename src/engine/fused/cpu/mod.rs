@@ -3,6 +3,7 @@
 //! [`simd`] on x86-64), [`FlatOptimizer`] for the update, all in host memory.
 
 pub mod block;
+pub mod chunk;
 pub mod kernel;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;

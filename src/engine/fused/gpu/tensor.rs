@@ -8,8 +8,9 @@
 use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
+use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
 use crate::engine::fused::gpu::kernels::tensor::{
-    cast_params, takes, tensor_grad, tile_bytes, tile_points, PLANE_UNITS,
+    cast_params, takes, tensor_grad, tile_bytes, tile_points,
 };
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::GpuFused;

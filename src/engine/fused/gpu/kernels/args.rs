@@ -65,6 +65,44 @@ pub struct Batch<F: Float + CubeElement> {
     pub scale: F,
 }
 
+/// How a tile's inputs sit in shared memory: `tile` rows of `inputs` values,
+/// `stride` apart; `use_idx`: the batch lists its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TileRows {
+    pub tile: usize,
+    pub inputs: usize,
+    pub stride: usize,
+    pub use_idx: bool,
+}
+
+#[cube]
+impl<F: Float + CubeElement> Points<F> {
+    /// The inputs of the tile of `batch` from point `base` into `dst`, the
+    /// cube's units sharing them out; points past the batch read zeros.
+    pub fn load_tile(
+        &self,
+        dst: &mut SharedMemory<F>,
+        batch: &Batch<F>,
+        base: usize,
+        #[comptime] rows: TileRows,
+    ) {
+        let inputs = comptime!(rows.inputs);
+        let n = batch.count as usize;
+        let mut e = UNIT_POS as usize;
+        while e < comptime!(rows.tile * rows.inputs) {
+            let t = e / inputs;
+            let a = e % inputs;
+            let mut v = F::new(0.0);
+            if base + t < n {
+                let p = self.at(batch.start, base + t, comptime!(rows.use_idx));
+                v = self.x[p * inputs + a];
+            }
+            dst[t * comptime!(rows.stride) + a] = v;
+            e += CUBE_DIM as usize;
+        }
+    }
+}
+
 /// The points one unit visits: `first, first + stride, …` below `count` of
 /// the micro-batch starting at `start` (or listed in the index list); their
 /// gradient is multiplied by `scale`.

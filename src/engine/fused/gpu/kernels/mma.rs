@@ -10,9 +10,31 @@
 
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::kernels::tensor::{add_to, row_stride, BLOCK, PLANES, PLANE_UNITS};
 use cubecl::cmma::{self, Matrix, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
+
+/// Rows and columns of one tensor-core block.
+pub const BLOCK: usize = 16;
+/// Planes per cube (cubes of 256 units, planes of 32).
+pub const PLANES: usize = 8;
+/// Units per plane the kernel is written for.
+pub const PLANE_UNITS: u32 = 32;
+
+/// Row stride of the activation rows: the width plus 8 (16 bytes), against
+/// bank conflicts, still a multiple of 8 as the tensor-core loads want.
+pub fn row_stride(hidden: usize) -> usize {
+    hidden + 8
+}
+
+/// `partials[i] = g` on the cube's first tile, else `+= g`.
+#[cube]
+pub fn add_to<F: Float>(partials: &mut Array<F>, i: usize, g: F, first: bool) {
+    if first {
+        partials[i] = g;
+    } else {
+        partials[i] += g;
+    }
+}
 
 /// Output blocks a plane computes together along a row of `blocks` blocks:
 /// 4, 2 or 1, whichever divides it.
@@ -60,6 +82,19 @@ fn operand<E: Float>(
         &from.slice(at, at + comptime!((BLOCK - 1) * stride + BLOCK)),
         comptime!(stride as u32),
     )
+}
+
+/// `acc` into the plane's 16×16 scratch from `mine`, row-major, visible to
+/// the plane's lanes.
+#[cube]
+fn to_scratch<F: Float>(scr: &mut SharedMemory<F>, acc: &Matrix<F>, mine: usize) {
+    cmma::store(
+        &mut scr.slice_mut(mine, mine + comptime!(BLOCK * BLOCK)),
+        acc,
+        comptime!(BLOCK as u32),
+        MatrixLayout::RowMajor,
+    );
+    sync_plane();
 }
 
 /// A hidden-to-hidden layer's product over the tile on the tensor cores.
@@ -117,13 +152,7 @@ pub fn product<F: Float, E: Float>(
         #[unroll]
         for q in 0..g {
             let n0 = n_first + q * BLOCK;
-            cmma::store(
-                &mut scr.slice_mut(mine, mine + comptime!(BLOCK * BLOCK)),
-                accs.index(q),
-                comptime!(BLOCK as u32),
-                MatrixLayout::RowMajor,
-            );
-            sync_plane();
+            to_scratch::<F>(scr, accs.index(q), mine);
             // A lane's values share one column: e % 16 = lane % 16.
             let col = n0 + lane % BLOCK;
             let mut bias = F::new(0.0);
@@ -195,13 +224,7 @@ pub fn weight_grads<F: Float, E: Float>(
         }
         #[unroll]
         for q in 0..g {
-            cmma::store(
-                &mut scr.slice_mut(mine, mine + comptime!(BLOCK * BLOCK)),
-                accs.index(q),
-                comptime!(BLOCK as u32),
-                MatrixLayout::RowMajor,
-            );
-            sync_plane();
+            to_scratch::<F>(scr, accs.index(q), mine);
             let g_at = at.off + m0 * hidden + n_first + q * BLOCK;
             #[unroll]
             for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {

@@ -6,7 +6,7 @@
 //! its share in registers across every tile the cube takes, and the shares
 //! are combined once, at the end ([`flush`]): no partial row traffic per tile.
 
-use crate::engine::fused::gpu::kernels::tensor::row_stride;
+use crate::engine::fused::gpu::kernels::mma::row_stride;
 use cubecl::prelude::*;
 
 /// Units per cube of the tensor-core pass.

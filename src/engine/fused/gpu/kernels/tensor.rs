@@ -5,36 +5,34 @@
 //! `tile` points at a time and writes one partial gradient row (the same
 //! layout, summed by the same `reduce_update`). The hidden-to-hidden layers —
 //! where a deep model's arithmetic is — are 16×16×16 matrix products on the
-//! tensor cores, one plane (warp) per output block:
+//! tensor cores ([`crate::engine::fused::gpu::kernels::mma`]), their weights
+//! resident in shared memory for the whole launch:
 //!
-//! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32 on the
-//!   plane's own block of scratch, stored back as half values;
-//! - backward: the weight gradient `δᵀ·A` accumulated in f32 straight into
-//!   the cube's partial row (loaded, added to, stored once per tile), then
-//!   `δ_below = (δ·W) ⊙ act'(a)` written over the layer below's activations.
+//! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32,
+//!   stored back as half values;
+//! - backward: the weight gradient `δᵀ·A` in f32, added into the cube's
+//!   partial row once per tile, then `δ_below = (δ·W) ⊙ act'(a)` written over
+//!   the layer below's activations.
 //!
 //! Every hidden layer's activations stay in shared memory, in the operand
 //! type `E` (f16 or bf16); the first layer (few inputs) and the output layer
-//! (few outputs) are plain f32 arithmetic. The output δ is *not* multiplied
-//! by the batch's scale (1/N would underflow f16): the row is scaled once at
-//! the end, so f16 needs no loss scaling for losses of ordinary size.
-//! Activations whose derivative needs z (silu, gelu) are not taken here.
+//! (few outputs) are plain f32 arithmetic, and the sums over the tile that
+//! are not matrix products are shared by every unit
+//! ([`crate::engine::fused::gpu::kernels::sums`]). The output δ is *not*
+//! multiplied by the batch's scale (1/N would underflow f16): the row is
+//! scaled once at the end, so f16 needs no loss scaling for losses of
+//! ordinary size. Activations whose derivative needs z (silu, gelu) are not
+//! taken here.
 
-use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
-use crate::engine::fused::gpu::kernels::mma::{product, weight_grads};
+use crate::engine::fused::gpu::kernels::mma::{product, row_stride, weight_grads, BLOCK, PLANES};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
 use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
 use cubecl::prelude::*;
 
-/// Rows and columns of one tensor-core block.
-pub const BLOCK: usize = 16;
-/// Planes per cube (cubes of 256 units, planes of 32).
-pub const PLANES: usize = 8;
-/// Units per plane the kernel is written for.
-pub const PLANE_UNITS: u32 = 32;
 /// Values the loss sum needs in shared memory.
 const LOSS_SCRATCH: usize = 256;
 
@@ -43,12 +41,6 @@ const LOSS_SCRATCH: usize = 256;
 /// derivative follows from its value.
 pub fn takes(s: &Shape) -> bool {
     s.layers >= 2 && s.hidden.is_multiple_of(BLOCK) && s.hidden >= BLOCK && !keeps_z(s.act)
-}
-
-/// Row stride of the activation rows: the width plus 8 (16 bytes), against
-/// bank conflicts, still a multiple of 8 as the tensor-core loads want.
-pub fn row_stride(hidden: usize) -> usize {
-    hidden + 8
 }
 
 /// Shared-memory bytes for a tile of `tile` points: the activations, the
@@ -179,17 +171,13 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     while base < n {
         let first = base == CUBE_POS * tile;
         // Inputs; points past the end read zeros (and leave a zero δ).
-        let mut e = unit;
-        while e < comptime!(tile * inputs) {
-            let t = e / inputs;
-            let mut v = F::new(0.0);
-            if base + t < n {
-                let p = points.at(batch.start, base + t, use_idx);
-                v = points.x[p * inputs + e % inputs];
-            }
-            xin[e] = v;
-            e += units;
-        }
+        let rows = comptime!(TileRows {
+            tile,
+            inputs,
+            stride: inputs,
+            use_idx,
+        });
+        points.load_tile(&mut xin, &batch, base, rows);
         sync_cube();
         // First hidden layer, f32.
         let mut e = unit;
@@ -335,15 +323,5 @@ pub fn cast_params<F: Float + CubeElement, E: Float + CubeElement>(
 ) {
     if ABSOLUTE_POS < params.len() {
         half[ABSOLUTE_POS] = E::cast_from(params[ABSOLUTE_POS]);
-    }
-}
-
-/// `partials[i] = g` on the cube's first tile, else `+= g`.
-#[cube]
-pub fn add_to<F: Float>(partials: &mut Array<F>, i: usize, g: F, first: bool) {
-    if first {
-        partials[i] = g;
-    } else {
-        partials[i] += g;
     }
 }

@@ -24,7 +24,7 @@
 //! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
 
 use crate::config::Activation;
-use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{
     backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
 };
@@ -124,24 +124,19 @@ pub fn tiled_grad<F: Float + CubeElement>(
         dst: dout,
     };
     let out = comptime!(layer(tile, hidden, outputs, act, true));
+    let rows = comptime!(TileRows {
+        tile,
+        inputs,
+        stride: si,
+        use_idx,
+    });
     let mut lsum = F::new(0.0);
     let n = batch.count as usize;
     let mut base = CUBE_POS * tile;
     while base < n {
         let first = base == CUBE_POS * tile;
         // Inputs of the tile; points past the end read zeros.
-        let mut e = unit;
-        while e < comptime!(tile * inputs) {
-            let t = e / inputs;
-            let a = e % inputs;
-            let mut v = F::new(0.0);
-            if base + t < n {
-                let pt = points.at(start, base + t, use_idx);
-                v = points.x[pt * inputs + a];
-            }
-            buf[t * si + a] = v;
-            e += units;
-        }
+        points.load_tile(&mut buf, &batch, base, rows);
         sync_cube();
 
         // Forward. Hidden layers past the first share one loop body (runtime
