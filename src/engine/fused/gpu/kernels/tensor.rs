@@ -52,13 +52,15 @@ pub fn tile_bytes(s: &Shape, tile: usize) -> usize {
 }
 
 /// Points a tile holds with `max_shared` bytes of shared memory per cube:
-/// the largest of 128, 64, 32, 16 that fits (None when not even 16 does).
-/// (Smaller tiles to fit more cubes per multiprocessor measured slower on
-/// the H200 at 4 × 128: more weight-gradient traffic per point.)
+/// 128 or 64 if three cubes can then share a multiprocessor (one computes
+/// while the others wait on loads), else the largest of 128 … 16 that fits
+/// (None when not even 16 does).
 pub fn tile_points(s: &Shape, max_shared: usize) -> Option<usize> {
-    [128, 64, 32, 16]
+    let fits = |t: &usize, room: usize| tile_bytes(s, *t) <= room;
+    [128, 64]
         .into_iter()
-        .find(|&t| tile_bytes(s, t) <= max_shared)
+        .find(|t| fits(t, max_shared / 3))
+        .or_else(|| [128, 64, 32, 16].into_iter().find(|t| fits(t, max_shared)))
 }
 
 /// Units sharing each output's dot product over `hidden` values, for
