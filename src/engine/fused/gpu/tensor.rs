@@ -136,3 +136,86 @@ impl<R: Runtime> GpuFused<R> {
         self.pending = Some(cubes as u32);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::engine::fused::gpu::kernels::mma::group;
+    use crate::engine::fused::gpu::kernels::sums::{Kind, Sum};
+
+    fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
+        Shape {
+            inputs: 1,
+            hidden,
+            layers,
+            outputs: 1,
+            act,
+            loss: Loss::Mse,
+            opt: OptimizerKind::Sgd,
+        }
+    }
+
+    /// The H200's shared memory per cube (opt-in maximum), in bytes.
+    const H200: usize = 227 * 1024;
+
+    #[test]
+    fn deep_models_of_whole_blocks_take_the_tensor_cores() {
+        assert!(takes(&shape(64, 3, Activation::Relu)));
+        assert!(takes(&shape(16, 2, Activation::Tanh)));
+        assert!(!takes(&shape(64, 1, Activation::Relu)), "one hidden layer");
+        assert!(
+            !takes(&shape(10, 3, Activation::Relu)),
+            "not a multiple of 16"
+        );
+        assert!(!takes(&shape(64, 3, Activation::Gelu)), "gelu needs z");
+    }
+
+    #[test]
+    fn tiles_leave_room_for_three_cubes_where_they_can() {
+        assert_eq!(tile_points(&shape(64, 3, Activation::Relu), H200), Some(64));
+        assert_eq!(
+            tile_points(&shape(16, 2, Activation::Relu), H200),
+            Some(128)
+        );
+        // 4 × 128: the weights alone take 104 KiB; one cube, 64 points.
+        assert_eq!(
+            tile_points(&shape(128, 4, Activation::Relu), H200),
+            Some(64)
+        );
+        // 8 × 128: seven layers of weights do not fit beside any tile.
+        assert_eq!(tile_points(&shape(128, 8, Activation::Relu), H200), None);
+        for t in [16, 32, 64, 128] {
+            assert!(
+                tile_bytes(&shape(128, 4, Activation::Relu), t)
+                    > tile_bytes(&shape(64, 4, Activation::Relu), t)
+            );
+        }
+    }
+
+    #[test]
+    fn a_plane_groups_blocks_that_divide_the_row() {
+        assert_eq!(
+            [1, 2, 3, 4, 5, 6, 7, 8].map(group),
+            [1, 2, 1, 4, 1, 2, 1, 4]
+        );
+    }
+
+    #[test]
+    fn the_sums_cover_every_entry_with_the_cubes_units() {
+        for kind in [Kind::Output, Kind::Bias, Kind::First] {
+            for (inputs, hidden, outputs) in [(1, 16, 1), (16, 128, 16), (3, 48, 2)] {
+                let s = Sum {
+                    kind,
+                    tile: 64,
+                    inputs,
+                    hidden,
+                    outputs,
+                };
+                // Every entry has a unit; split entries use at most the cube's units.
+                assert!(s.slots() * 256 >= s.entries(), "{s:?}");
+                assert!(s.parts() == 1 || s.parts() * s.entries() <= 256, "{s:?}");
+            }
+        }
+    }
+}
