@@ -70,6 +70,11 @@ fn nonsense_arguments_name_the_fix() {
         ),
         (&["train", "--batch-size", "0"], "--batch-size"),
         (&["train", "--accumulate", "0"], "--accumulate"),
+        // Too many points for the kernels' 32-bit counts, or for any memory.
+        (&["train", "--n", "100000000000"], "--n"),
+        (&["bench", "--cooldown", "1e300"], "--cooldown"),
+        (&["bench", "--cooldown", "inf"], "--cooldown"),
+        (&["bench", "--cooldown=-1"], "--cooldown"),
     ];
     for (args, needle) in cases {
         let (code, _, stderr) = ferrofit(args);

@@ -24,6 +24,9 @@ pub enum EngineChoice {
     Both,
 }
 
+/// Longest rest between rows, in seconds.
+const MAX_COOLDOWN: f64 = 3600.0;
+
 /// Arguments of `bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -76,6 +79,13 @@ pub struct BenchArgs {
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     let cfg = a.job.config();
     cfg.validate()?;
+    if !(a.cooldown.is_finite() && (0.0..=MAX_COOLDOWN).contains(&a.cooldown)) {
+        anyhow::bail!(crate::FerroError::arg(
+            "cooldown",
+            a.cooldown,
+            format!("rest between 0 and {MAX_COOLDOWN} seconds between rows, e.g. --cooldown 5")
+        ));
+    }
     if a.reps == 0 {
         anyhow::bail!(crate::FerroError::arg(
             "reps",

@@ -126,6 +126,7 @@ impl<'p> Trainer<'p> {
     /// Trains; returns the outcome and the trained weights.
     pub fn run(mut self) -> Result<RunResult> {
         self.cfg.validate()?;
+        probe::host_memory(&self.cfg)?;
         if self.targets.is_empty() {
             return Err(FerroError::arg(
                 "devices",

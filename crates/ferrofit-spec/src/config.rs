@@ -164,6 +164,10 @@ impl Default for TrainConfig {
     }
 }
 
+/// Most points a job may have: the GPU kernels index points with 32-bit
+/// integers (and signed offsets in places).
+pub const MAX_POINTS: usize = (1 << 31) - 1;
+
 impl TrainConfig {
     /// Points in one micro-batch.
     pub fn micro_batch(&self) -> usize {
@@ -186,6 +190,15 @@ impl TrainConfig {
                 "n",
                 0,
                 "the number of points must be at least 1",
+            ));
+        }
+        if self.n > MAX_POINTS {
+            return Err(FerroError::arg(
+                "n",
+                self.n,
+                format!(
+                    "use at most {MAX_POINTS} points (the GPU kernels count points in 32 bits)"
+                ),
             ));
         }
         if m.hidden == 0 {
