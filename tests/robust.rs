@@ -84,6 +84,30 @@ fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
     assert_eq!(code, 0, "{stderr}");
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&pred).unwrap()).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 400);
+    // --out naming an input (the data, the model) is refused; the input is kept.
+    let data_before = std::fs::read(&csv).unwrap();
+    let model = out.join("model.safetensors");
+    for target in [&csv, &model] {
+        let before = std::fs::read(target).unwrap();
+        let (code, _, stderr) = ferrofit(&[
+            "predict",
+            "--model",
+            out.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--out",
+            target.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("--out"), "{stderr}");
+        assert_eq!(
+            std::fs::read(target).unwrap(),
+            before,
+            "{} was overwritten",
+            target.display()
+        );
+    }
+    assert_eq!(std::fs::read(&csv).unwrap(), data_before);
 }
 
 #[test]

@@ -38,6 +38,24 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
     } else {
         a.model.clone()
     };
+    // Never write over a file this command reads.
+    if let Some(out) = &a.out {
+        for input in [Some(file.as_path()), a.csv.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            if same_file(out, input) {
+                anyhow::bail!(crate::FerroError::arg(
+                    "out",
+                    out.display(),
+                    format!(
+                        "that is {}, which predict reads: write the predictions to another file",
+                        input.display()
+                    )
+                ));
+            }
+        }
+    }
     let (params, meta) = crate::save::load_with_metadata(&file)?;
     let fan_in = params.layers[0].fan_in;
     let fan_out = params.layers.last().map(|l| l.fan_out).unwrap_or(1);
@@ -93,6 +111,11 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
         None => print!("{text}"),
     }
     Ok(())
+}
+
+/// Whether `a` and `b` name one existing file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 fn csv_inputs(
