@@ -71,16 +71,20 @@ fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
         let got: f64 = line.rsplit(',').next().unwrap().parse().unwrap();
         assert!((got - want).abs() < 0.1, "{line} vs {want}");
     }
+    // predict on the CSV, into `target`.
+    let predict_into = |target: &Path| {
+        ferrofit(&[
+            "predict",
+            "--model",
+            out.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+            "--out",
+            target.to_str().unwrap(),
+        ])
+    };
     let pred = dir.join("p.json");
-    let (code, _, stderr) = ferrofit(&[
-        "predict",
-        "--model",
-        out.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-        "--out",
-        pred.to_str().unwrap(),
-    ]);
+    let (code, _, stderr) = predict_into(&pred);
     assert_eq!(code, 0, "{stderr}");
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&pred).unwrap()).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 400);
@@ -89,15 +93,7 @@ fn csv_trains_saves_normalisation_and_predicts_in_file_units() {
     let model = out.join("model.safetensors");
     for target in [&csv, &model] {
         let before = std::fs::read(target).unwrap();
-        let (code, _, stderr) = ferrofit(&[
-            "predict",
-            "--model",
-            out.to_str().unwrap(),
-            "--csv",
-            csv.to_str().unwrap(),
-            "--out",
-            target.to_str().unwrap(),
-        ]);
+        let (code, _, stderr) = predict_into(target);
         assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains("--out"), "{stderr}");
         assert_eq!(

@@ -3,7 +3,7 @@
 //! `currentColor`, so the charts follow the page's light or dark theme.
 
 use super::axis::{Axis, Unit};
-use super::{escape, PALETTE};
+use super::{escape, row_color, PALETTE};
 
 const W: f64 = 640.0;
 const H: f64 = 260.0;
@@ -143,11 +143,7 @@ pub fn bars(id: &str, title: &str, rows: &[(String, f64, f64, f64)]) -> String {
     );
     for (i, (name, median, lo, hi)) in rows.iter().enumerate() {
         let y = 10.0 + row_h * i as f64;
-        let c = if name.starts_with("ferrofit") {
-            PALETTE[0]
-        } else {
-            PALETTE[5]
-        };
+        let c = row_color(name);
         s += &format!(
             "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\" fill=\"currentColor\">{}</text>",
             left - 6.0,

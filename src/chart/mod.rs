@@ -14,6 +14,15 @@ pub const PALETTE: [&str; 6] = [
     "#3182ce", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#718096",
 ];
 
+/// The colour of a bench row named `name`: ferrofit's own, or a peer's.
+pub fn row_color(name: &str) -> &'static str {
+    if name.starts_with("ferrofit") {
+        PALETTE[0]
+    } else {
+        PALETTE[5]
+    }
+}
+
 /// Escapes text for SVG/XML/HTML.
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;")

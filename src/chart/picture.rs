@@ -5,7 +5,7 @@
 //! rasterised with resvg and the system's fonts.
 
 use super::axis::{Axis, Unit};
-use super::{escape, PALETTE};
+use super::{escape, row_color, PALETTE};
 use crate::engine::run::LossPoint;
 use crate::error::{FerroError, Result};
 use std::path::Path;
@@ -62,11 +62,7 @@ pub fn svg(title: &str, rows: &[Row]) -> String {
     }
     for (i, r) in rows.iter().enumerate() {
         let y = TOP + ROW_H * i as f64;
-        let color = if r.name.starts_with("ferrofit") {
-            PALETTE[0]
-        } else {
-            PALETTE[5]
-        };
+        let color = row_color(r.name);
         out += &format!(
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
             LABEL_W - 8.0,

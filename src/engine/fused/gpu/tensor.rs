@@ -142,7 +142,6 @@ mod tests {
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
     use crate::engine::fused::gpu::kernels::mma::group;
-    use crate::engine::fused::gpu::kernels::sums::{Kind, Sum};
 
     fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
         Shape {
@@ -199,23 +198,5 @@ mod tests {
             [1, 2, 3, 4, 5, 6, 7, 8].map(group),
             [1, 2, 1, 4, 1, 2, 1, 4]
         );
-    }
-
-    #[test]
-    fn the_sums_cover_every_entry_with_the_cubes_units() {
-        for kind in [Kind::Output, Kind::Bias, Kind::First] {
-            for (inputs, hidden, outputs) in [(1, 16, 1), (16, 128, 16), (3, 48, 2)] {
-                let s = Sum {
-                    kind,
-                    tile: 64,
-                    inputs,
-                    hidden,
-                    outputs,
-                };
-                // Every entry has a unit; split entries use at most the cube's units.
-                assert!(s.slots() * 256 >= s.entries(), "{s:?}");
-                assert!(s.parts() == 1 || s.parts() * s.entries() <= 256, "{s:?}");
-            }
-        }
     }
 }

@@ -10,13 +10,14 @@
 
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
+use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use cubecl::cmma::{self, Matrix, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 
 /// Rows and columns of one tensor-core block.
 pub const BLOCK: usize = 16;
 /// Planes per cube (cubes of 256 units, planes of 32).
-pub const PLANES: usize = 8;
+pub const PLANES: usize = (CUBE_UNITS / PLANE_UNITS) as usize;
 /// Units per plane the kernel is written for.
 pub const PLANE_UNITS: u32 = 32;
 

@@ -7,10 +7,11 @@
 //! are combined once, at the end ([`flush`]): no partial row traffic per tile.
 
 use crate::engine::fused::gpu::kernels::mma::row_stride;
+use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use cubecl::prelude::*;
 
 /// Units per cube of the tensor-core pass.
-pub const UNITS: usize = 256;
+pub const UNITS: usize = CUBE_UNITS as usize;
 
 /// Which sum: its entries and their term at point `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

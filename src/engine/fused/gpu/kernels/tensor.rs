@@ -29,12 +29,13 @@ use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::mma::{product, row_stride, weight_grads, BLOCK, PLANES};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
-use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
+use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum, UNITS};
 use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
 use cubecl::prelude::*;
 
-/// Values the loss sum needs in shared memory.
-const LOSS_SCRATCH: usize = 256;
+/// Values the loss sum (and the sums' final combine) needs in shared memory:
+/// one a unit.
+const LOSS_SCRATCH: usize = UNITS;
 
 /// Whether the tensor-core pass takes `s`: two or more hidden layers of a
 /// width that is a multiple of [`BLOCK`] (16–128), an activation whose
@@ -67,7 +68,7 @@ pub fn tile_points(s: &Shape, max_shared: usize) -> Option<usize> {
 /// `outs` outputs a tile: as many as the cube has for each (at most 16), or 1
 /// (the partial sums, `split × outs` ≤ 2048, fit the planes' scratch).
 fn out_split(outs: usize, hidden: usize) -> usize {
-    (256 / outs).clamp(1, 16).min(hidden)
+    (UNITS / outs).clamp(1, 16).min(hidden)
 }
 
 /// The non-product sum `kind` of `s`'s model over tiles of `tile` points.
