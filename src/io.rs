@@ -15,7 +15,21 @@ pub fn data_dir() -> PathBuf {
         .join("ferrofit")
 }
 
-/// Writes `bytes` to `path` atomically (temp file, fsync, rename).
+/// FNV-1a over `chunks` in order: the checksum of checkpoints and of the model
+/// a run record names (damage, not tampering, is what it catches).
+pub fn fnv1a(chunks: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in chunks {
+        for &b in *c {
+            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Writes `bytes` to `path` atomically (temp file, fsync, rename, folder
+/// fsync). On failure (a full disk, a read-only folder) the temporary file is
+/// removed and `path` is as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |action: &'static str, p: &Path| {
         let p = p.display().to_string();
@@ -34,13 +48,61 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
-    f.write_all(bytes).map_err(io("writing", &tmp))?;
-    f.sync_all().map_err(io("syncing", &tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io("renaming into", path))?;
+    // One temporary name per write, so two threads never share one.
+    static WRITES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let nth = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.tmp{}-{nth}", std::process::id()));
+    let written = (|| {
+        let mut f = std::fs::File::create(&tmp).map_err(io("creating", &tmp))?;
+        f.write_all(bytes).map_err(io("writing", &tmp))?;
+        f.sync_all().map_err(io("syncing", &tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, path).map_err(io("renaming into", path))
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    // The rename itself survives a power cut once the folder is synced.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
     Ok(())
+}
+
+/// An advisory lock (`flock`) on the file at `path`, created if absent, held
+/// until the returned file is dropped — or the process ends, kill -9
+/// included. `wait`: block until it is free; else `None` when another
+/// process holds it.
+pub fn lock(path: &Path, wait: bool) -> Result<Option<std::fs::File>> {
+    let io = |action: &'static str| {
+        let p = path.display().to_string();
+        move |source| FerroError::Io {
+            action,
+            path: p,
+            source,
+        }
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io("creating folder for"))?;
+    }
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(io("creating"))?;
+    let mode = if wait {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_EX | libc::LOCK_NB
+    };
+    // SAFETY: flock on a file descriptor this function owns.
+    let taken = unsafe {
+        use std::os::fd::AsRawFd;
+        libc::flock(f.as_raw_fd(), mode) == 0
+    };
+    Ok(taken.then_some(f))
 }
 
 #[cfg(test)]

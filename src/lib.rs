@@ -19,6 +19,7 @@ pub mod io;
 pub mod model;
 pub mod record;
 pub mod report;
+pub mod rundir;
 pub mod save;
 pub mod schedule;
 pub mod trainer;

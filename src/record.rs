@@ -9,7 +9,7 @@ use crate::engine::run::TrainOutcome;
 use crate::error::{FerroError, Result};
 use crate::io::write_atomic;
 use crate::model::Params;
-use crate::save::save;
+use crate::save::{checksum, serialize, tensors};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::Path;
@@ -59,6 +59,10 @@ pub struct RunRecord {
     /// Column names and standardisation of `--csv` data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalization: Option<crate::userdata::Normalization>,
+    /// Checksum of the `model.safetensors` written with this record (see
+    /// [`crate::save::checksum`]): the two belong together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_checksum: Option<String>,
 }
 
 impl RunRecord {
@@ -90,11 +94,14 @@ impl RunRecord {
             loss_curve: o.curve,
             validation_loss: None,
             normalization: None,
+            model_checksum: None,
         }
     }
 
     /// A run's outputs in `dir`: `model.safetensors` (the activation, the format
-    /// and any CSV standardisation in its header) and `run.json`, each atomic.
+    /// and any CSV standardisation in its header), then `run.json` naming the
+    /// model's checksum — each atomic, the record last, so a folder with a
+    /// `run.json` always holds the model it describes.
     pub fn save(&self, dir: &Path, p: &Params) -> Result<()> {
         let record = self;
         let json = |e: serde_json::Error| FerroError::File {
@@ -118,8 +125,14 @@ impl RunRecord {
                 serde_json::to_string(n).map_err(json)?,
             );
         }
-        save(p, &dir.join("model.safetensors"), meta)?;
-        let text = serde_json::to_string_pretty(record).map_err(json)?;
+        let path = dir.join("model.safetensors");
+        let model = serialize(&tensors(p), meta, &path)?;
+        write_atomic(&path, &model)?;
+        let record = RunRecord {
+            model_checksum: Some(checksum(&model)),
+            ..record.clone()
+        };
+        let text = serde_json::to_string_pretty(&record).map_err(json)?;
         write_atomic(&dir.join("run.json"), text.as_bytes())
     }
 }

@@ -221,7 +221,7 @@ fn bench_cli_writes_json_and_compares_with_the_previous_run() {
     let files = [
         "--db",
         db.to_str().unwrap(),
-        "--json",
+        "--export-json",
         json.to_str().unwrap(),
     ];
     let bin = env!("CARGO_BIN_EXE_ferrofit");
@@ -310,7 +310,14 @@ fn bench_devices_adds_a_data_parallel_row_that_reaches_the_same_loss() {
             "--n",
             "3001",
         ])
-        .args(["--steps", "6", "--reps", "1", "--no-history", "--json"])
+        .args([
+            "--steps",
+            "6",
+            "--reps",
+            "1",
+            "--no-history",
+            "--export-json",
+        ])
         .arg(&json)
         .output()
         .unwrap();

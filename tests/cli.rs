@@ -72,9 +72,16 @@ fn nonsense_arguments_name_the_fix() {
         (&["train", "--accumulate", "0"], "--accumulate"),
         // Too many points for the kernels' 32-bit counts, or for any memory.
         (&["train", "--n", "100000000000"], "--n"),
+        // Models whose weights no allocation holds (an abort before).
+        (&["train", "--hidden", "3000000000"], "--hidden"),
+        (&["train", "--hidden", "60000", "--layers", "3"], "--hidden"),
+        (&["train", "--layers", "100000000"], "--layers"),
         (&["bench", "--cooldown", "1e300"], "--cooldown"),
         (&["bench", "--cooldown", "inf"], "--cooldown"),
         (&["bench", "--cooldown=-1"], "--cooldown"),
+        // bench's outputs are --export-*: the old output names are refused.
+        (&["bench", "--csv", "data.csv"], "--export-csv"),
+        (&["bench", "--json", "b.json"], "--export-json"),
     ];
     for (args, needle) in cases {
         let (code, _, stderr) = ferrofit(args);

@@ -42,8 +42,8 @@ $B devices > "$OUT/devices.txt" 2>&1
 bench() {  # bench NAME ARGS...: one bench call, its table printed, JSON and Markdown kept
   local name=$1
   shift
-  timeout 300 $B bench --reps "$REPS" --no-history --json "$OUT/$name.json" \
-    --markdown "$OUT/$name.md" "$@" 2>>"$OUT/stderr.txt" | grep -E '^\| (ferrofit|torch|jax)'
+  timeout 300 $B bench --reps "$REPS" --no-history --export-json "$OUT/$name.json" \
+    --export-markdown "$OUT/$name.md" "$@" 2>>"$OUT/stderr.txt" | grep -E '^\| (ferrofit|torch|jax)'
 }
 
 case "$suite" in

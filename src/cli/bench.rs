@@ -53,12 +53,22 @@ pub struct BenchArgs {
     devices: Vec<String>,
     #[command(flatten)]
     job: JobArgs,
-    /// Write the full record (config, adapters, raw samples) as JSON.
-    #[arg(long)]
+    /// Write the full record (config, adapters, raw samples) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Write one row per engine and backend as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Write the table as Markdown to FILE.
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+    /// The old names of the --export-* flags, refused with the new name: as an
+    /// output, `--csv` overwrote what `train --csv` reads.
+    #[arg(long, hide = true)]
     json: Option<PathBuf>,
-    #[arg(long)]
+    #[arg(long, hide = true)]
     csv: Option<PathBuf>,
-    #[arg(long)]
+    #[arg(long, hide = true)]
     markdown: Option<PathBuf>,
     /// Draw bars (median, min … max) and loss-vs-time curves: FILE.svg or
     /// FILE.png; `--plot` alone draws the bars in the terminal.
@@ -77,6 +87,19 @@ pub struct BenchArgs {
 
 /// Runs `bench`.
 pub fn run(a: BenchArgs) -> anyhow::Result<()> {
+    for (old, given) in [
+        ("json", &a.json),
+        ("csv", &a.csv),
+        ("markdown", &a.markdown),
+    ] {
+        if let Some(file) = given {
+            anyhow::bail!(crate::FerroError::InvalidArg {
+                flag: old,
+                value: file.display().to_string(),
+                fix: format!("bench writes its outputs with --export-{old} FILE (an output named like train's input --csv could overwrite a data file); nothing was written"),
+            });
+        }
+    }
     let cfg = a.job.config();
     cfg.validate()?;
     if !(a.cooldown.is_finite() && (0.0..=MAX_COOLDOWN).contains(&a.cooldown)) {
@@ -103,9 +126,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         }
     });
     let exports = Exports {
-        json: a.json.clone(),
-        csv: a.csv.clone(),
-        markdown: a.markdown.clone(),
+        json: a.export_json.clone(),
+        csv: a.export_csv.clone(),
+        markdown: a.export_markdown.clone(),
         plot: a.plot.clone().filter(|p| p.as_os_str() != "-"),
     };
     // Open the history first, so a bad --db fails before minutes of measuring.

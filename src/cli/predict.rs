@@ -2,7 +2,6 @@
 //! model on new inputs, in the data's own units (the standardisation saved
 //! with a `--csv` model is applied both ways), and writes CSV or JSON.
 
-use crate::config::Activation;
 use crate::error::FerroError;
 use crate::io::write_atomic;
 use crate::model::reference;
@@ -56,28 +55,13 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let (params, meta) = crate::save::load_with_metadata(&file)?;
+    let crate::save::SavedModel {
+        params,
+        activation: act,
+        normalization: norm,
+    } = crate::save::load_model(&file)?;
     let fan_in = params.layers[0].fan_in;
-    let fan_out = params.layers.last().map(|l| l.fan_out).unwrap_or(1);
-    let act: Activation = meta
-        .get("activation")
-        .map(|s| serde_json::from_value(serde_json::Value::String(s.clone())))
-        .transpose()
-        .map_err(|e| FerroError::ModelFile {
-            path: file.display().to_string(),
-            detail: format!("unknown activation in its metadata ({e})"),
-        })?
-        .unwrap_or(Activation::Relu);
-    let norm: Option<Normalization> = meta
-        .get("normalization")
-        .map(|s| serde_json::from_str(s))
-        .transpose()
-        .map_err(|e| FerroError::ModelFile {
-            path: file.display().to_string(),
-            detail: format!(
-                "damaged normalization metadata ({e}); retrain with `ferrofit train --csv`"
-            ),
-        })?;
+    let fan_out = params.layers[params.layers.len() - 1].fan_out;
     let mut x = match (&a.csv, a.x.is_empty()) {
         (Some(path), _) => csv_inputs(path, a.inputs.as_deref(), norm.as_ref(), fan_in)?,
         (None, false) => flag_inputs(&a.x, fan_in)?,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// Arguments of `report`.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// `train` run records (run.json), `bench --json` and `doctor --json` outputs.
+    /// `train` run records (run.json), `bench --export-json` and `doctor --json` outputs.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     /// The HTML page to write.
@@ -28,7 +28,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
         })?;
         let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| crate::FerroError::File {
             path: origin.clone(),
-            detail: format!("not JSON ({e}); pass the files that `train --out`, `bench --json` and `doctor --json` write"),
+            detail: format!("not JSON ({e}); pass the files that `train --out`, `bench --export-json` and `doctor --json` write"),
         })?;
         records.push((origin.clone(), html::classify(v, &origin)?));
     }

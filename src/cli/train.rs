@@ -3,11 +3,12 @@
 
 use super::progress::Display;
 use crate::backend::devices::Inventory;
-use crate::backend::{select, BackendKind};
+use crate::backend::{guard, select, BackendKind};
 use crate::config::EngineKind;
 use crate::engine::checkpoint;
 use crate::model::reference;
 use crate::record::RunRecord;
+use crate::rundir::{self, RunDir};
 use crate::trainer::Trainer;
 use crate::tune::cache;
 use crate::userdata;
@@ -61,31 +62,59 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let mut cfg = a.job.config();
     a.data.apply(&mut cfg);
     cfg.validate()?;
-    let resume = match &a.resume {
+    // The folder is taken before any work: a run never writes over another's.
+    let (resume, folder) = match &a.resume {
         Some(dir) => {
+            if a.out.as_ref().is_some_and(|o| o != dir) {
+                anyhow::bail!(crate::FerroError::arg(
+                    "out",
+                    a.out
+                        .as_ref()
+                        .map_or(String::new(), |o| o.display().to_string()),
+                    format!(
+                        "a resumed run writes into its own folder ({}): drop --out",
+                        dir.display()
+                    )
+                ));
+            }
+            let folder = RunDir::reopen(dir)?;
             let (c, notes) = checkpoint::latest(&checkpoint::folder(dir))?;
             for n in notes {
                 eprintln!("warning: {n}");
             }
+            let defaults = flag_defaults();
+            let clash = rundir::conflicts(&cfg, &defaults, &c.config);
+            if !clash.is_empty() {
+                anyhow::bail!(crate::FerroError::arg(
+                    "resume",
+                    dir.display(),
+                    format!(
+                        "a resumed run continues its saved job as it was, and these flags change it: {}. Drop them, or train anew into a new --out folder",
+                        clash.join("; ")
+                    )
+                ));
+            }
+            let m = &c.config.model;
             eprintln!(
-                "resuming {} at step {}/{} (the configuration saved with the checkpoint)",
+                "resuming {} from {} (step {} of {}): {}, n={}, hidden={}x{}, {:?}, lr {}, seed {}",
                 dir.display(),
+                checkpoint::file(&checkpoint::folder(dir), c.step).display(),
                 c.step,
-                c.config.steps
+                c.config.steps,
+                c.config.data,
+                c.config.n,
+                m.hidden,
+                m.layers,
+                c.config.optimizer,
+                c.config.lr,
+                c.config.seed
             );
-            cfg = c.config.clone();
-            Some(c)
+            cfg = rundir::resumed(&cfg, &defaults, &c.config);
+            (Some(c), Some(folder))
         }
-        None => None,
+        None => (None, a.out.as_deref().map(RunDir::claim).transpose()?),
     };
-    let out = a.out.clone().or_else(|| a.resume.clone());
-    if cfg.run.checkpoint_every.is_some() && out.is_none() {
-        anyhow::bail!(crate::FerroError::arg(
-            "checkpoint-every",
-            cfg.run.checkpoint_every.unwrap_or(0),
-            "checkpoints go into the output folder: add --out DIR"
-        ));
-    }
+    let out = folder.as_ref().map(|f| f.path.clone());
     let user = match &cfg.data {
         crate::config::Data::Csv(c) => Some(userdata::load(c, cfg.seed)?),
         crate::config::Data::Task(_) => None,
@@ -159,17 +188,24 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     display.finish();
     let r = match result {
         Err(e @ crate::FerroError::Diverged { .. }) => match &checkpoints {
-            Some(dir) => anyhow::bail!(
+            Some(dir) if checkpoint::any(dir) => anyhow::bail!(
                 "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
                 dir.display()
             ),
+            Some(_) => anyhow::bail!(
+                "{e}. It diverged before its first checkpoint, so there is none to resume"
+            ),
             None => anyhow::bail!(e),
         },
-        Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
+        Err(e @ crate::FerroError::BackendFailed { .. })
+            if user.is_none()
+                && cfg.n > 1 << 16
+                && matches!(&e, crate::FerroError::BackendFailed { detail, .. } if guard::is_memory(detail)) =>
+        {
             // Perhaps too large for the device: find what fits and say so.
             eprintln!("training failed; probing the largest N this device takes ...");
             match crate::trainer::probe::on_target(&target, &cfg) {
-                Some(l) if l.fits > 0 => anyhow::bail!(
+                Some(l) if l.fits > 0 && l.memory => anyhow::bail!(
                     "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
                     target.label(), l.fits, l.fits
                 ),
@@ -220,4 +256,20 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The job that no flags give: a resumed run's flags are compared with the
+/// saved job only where they differ from this (the flags the user typed).
+fn flag_defaults() -> crate::config::TrainConfig {
+    #[derive(clap::Parser)]
+    struct Bare {
+        #[command(flatten)]
+        job: JobArgs,
+        #[command(flatten)]
+        data: DataArgs,
+    }
+    let bare = <Bare as clap::Parser>::parse_from(["ferrofit"]);
+    let mut cfg = bare.job.config();
+    bare.data.apply(&mut cfg);
+    cfg
 }

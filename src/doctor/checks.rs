@@ -261,6 +261,7 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
         fits: ok,
         fails: bad,
         why,
+        memory,
     }) = probe_limit(t, &small(), max_n)
     else {
         return Finding::pass(
@@ -269,6 +270,14 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
         );
     };
     let why: String = why.chars().take(160).collect();
+    if !memory {
+        return Finding::bad(
+            CHECK,
+            Severity::Fail,
+            format!("N = {bad} failed, and not for lack of memory: {why}"),
+            "a backend fault or a bug, not a size limit: run `ferrofit devices`, and report it if it persists",
+        );
+    }
     if ok == 0 {
         return Finding::bad(
             CHECK,

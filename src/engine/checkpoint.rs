@@ -2,13 +2,16 @@
 //! run's configuration (which fixes the data, the batches and the schedule —
 //! every random draw in ferrofit is a counter-based function of the seed and
 //! the step, so no RNG state beyond those is needed). One safetensors file per
-//! checkpoint, written atomically (temporary file, fsync, rename) with an
-//! FNV-1a checksum of every tensor byte in its header. Loading takes the newest
-//! file that verifies and says which damaged ones it passed over.
+//! checkpoint, written atomically (temporary file, fsync, rename) with one
+//! FNV-1a checksum over its header entries and every tensor byte. Only finite
+//! state is written; reading checks the checksum, then every field against the
+//! configuration saved with it (sizes, step, finiteness) before anything is
+//! allocated from it. Loading takes the newest file that verifies and says
+//! which damaged ones it passed over.
 
 use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
-use crate::io::write_atomic;
+use crate::io::{fnv1a, write_atomic};
 use crate::model::Params;
 use safetensors::SafeTensors;
 use std::collections::HashMap;
@@ -44,14 +47,23 @@ pub fn folder(out: &Path) -> PathBuf {
     out.join("checkpoints")
 }
 
-fn fnv1a(chunks: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for c in chunks {
-        for &b in *c {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
+/// The format this build writes; `v1` files (checksum over the tensors
+/// only) are still read.
+const FORMAT: &str = "ferrofit-checkpoint-v2";
+const FORMAT_V1: &str = "ferrofit-checkpoint-v1";
+
+/// The checksum of a v2 file: every header entry but the checksum itself (in
+/// key order, `key=value;`), then every tensor's bytes in name order.
+fn sum_v2(meta: &HashMap<String, String>, tensors: &[&[u8]]) -> u64 {
+    let mut keys: Vec<&String> = meta.keys().filter(|k| *k != "checksum").collect();
+    keys.sort();
+    let header: Vec<u8> = keys
+        .iter()
+        .flat_map(|k| format!("{k}={};", meta[*k]).into_bytes())
+        .collect();
+    let mut chunks = vec![header.as_slice()];
+    chunks.extend_from_slice(tensors);
+    fnv1a(&chunks)
 }
 
 fn bytes(v: &[f32]) -> Vec<u8> {
@@ -65,31 +77,54 @@ fn floats(d: &[u8]) -> Vec<f32> {
 }
 
 /// Writes `c` into `dir` and removes all but the newest [`KEEP`] checkpoints.
+/// Non-finite weights or optimizer state are refused (a checkpoint is a state
+/// worth returning to).
 pub fn write(dir: &Path, c: &Checkpoint) -> Result<PathBuf> {
+    let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
+    let weights = c.params.layers.iter().all(|l| finite(&l.w) && finite(&l.b));
+    if !(weights && finite(&c.opt.m) && finite(&c.opt.v)) {
+        return Err(FerroError::Diverged {
+            step: c.step.saturating_sub(1),
+            value: f32::NAN,
+        });
+    }
     let mut tensors = crate::save::tensors(&c.params);
     tensors.push(("optim.m".into(), vec![c.opt.m.len()], bytes(&c.opt.m)));
     tensors.push(("optim.v".into(), vec![c.opt.v.len()], bytes(&c.opt.v)));
     tensors.sort_by(|a, b| a.0.cmp(&b.0));
-    let sum = fnv1a(&tensors.iter().map(|t| t.2.as_slice()).collect::<Vec<_>>());
-    let meta = HashMap::from([
-        ("format".to_string(), "ferrofit-checkpoint-v1".to_string()),
+    let mut meta = HashMap::from([
+        ("format".to_string(), FORMAT.to_string()),
         ("step".to_string(), c.step.to_string()),
         ("optim.t".to_string(), c.opt.t.to_string()),
         (
             "config".to_string(),
             serde_json::to_string(&c.config).expect("config serialises"),
         ),
-        ("checksum".to_string(), format!("{sum:016x}")),
         ("backend".to_string(), c.device.0.clone()),
         ("device".to_string(), c.device.1.to_string()),
     ]);
-    let path = dir.join(format!("step-{:09}.safetensors", c.step));
+    let sum = sum_v2(
+        &meta,
+        &tensors.iter().map(|t| t.2.as_slice()).collect::<Vec<_>>(),
+    );
+    meta.insert("checksum".into(), format!("{sum:016x}"));
+    let path = file(dir, c.step);
     let data = crate::save::serialize(&tensors, meta, &path)?;
     write_atomic(&path, &data)?;
     for old in list(dir).into_iter().rev().skip(KEEP) {
         let _ = std::fs::remove_file(old);
     }
     Ok(path)
+}
+
+/// The file of the checkpoint after `step` steps.
+pub fn file(dir: &Path, step: usize) -> PathBuf {
+    dir.join(format!("step-{step:09}.safetensors"))
+}
+
+/// Whether `dir` holds any checkpoint file.
+pub fn any(dir: &Path) -> bool {
+    !list(dir).is_empty()
 }
 
 /// Checkpoint files in `dir`, oldest first.
@@ -120,24 +155,56 @@ pub fn read(path: &Path) -> std::result::Result<Checkpoint, String> {
             .cloned()
             .ok_or(format!("no `{k}` in its header"))
     };
-    if get("format")? != "ferrofit-checkpoint-v1" {
-        return Err("not a ferrofit checkpoint".into());
-    }
     let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
     names.sort();
     let raw: Vec<&[u8]> = names
         .iter()
         .map(|n| st.tensor(n).map(|t| t.data()).map_err(|e| e.to_string()))
         .collect::<std::result::Result<_, _>>()?;
-    if format!("{:016x}", fnv1a(&raw)) != get("checksum")? {
+    let sum = match get("format")?.as_str() {
+        FORMAT => sum_v2(&meta, &raw),
+        FORMAT_V1 => fnv1a(&raw),
+        _ => return Err("not a ferrofit checkpoint".into()),
+    };
+    if format!("{sum:016x}") != get("checksum")? {
         return Err("checksum mismatch (the file is damaged)".into());
     }
     let config: TrainConfig =
         serde_json::from_str(&get("config")?).map_err(|e| format!("bad config ({e})"))?;
+    config
+        .validate()
+        .map_err(|e| format!("its configuration is not valid ({e})"))?;
+    // Sizes come from the configuration: check them against the file before
+    // allocating the model they describe.
+    let count = config.model.parameter_count();
+    if count > data.len() / 4 {
+        return Err(format!(
+            "its configuration describes {count} weights, more than the file holds"
+        ));
+    }
+    let step: usize = get("step")?.parse().map_err(|_| "bad step".to_string())?;
+    if step == 0 || step > config.steps {
+        return Err(format!(
+            "step {step} is outside the run's 1..={} steps",
+            config.steps
+        ));
+    }
+    let t: i32 = get("optim.t")?
+        .parse()
+        .map_err(|_| "bad optim.t".to_string())?;
+    if t < 0 || t as usize > step * config.accumulate.max(1) {
+        return Err(format!("optim.t {t} does not fit step {step}"));
+    }
     let tensor = |n: &str| {
-        st.tensor(n)
-            .map(|t| floats(t.data()))
-            .map_err(|e| e.to_string())
+        let t = st.tensor(n).map_err(|e| e.to_string())?;
+        if t.dtype() != safetensors::Dtype::F32 {
+            return Err(format!("{n} is not f32"));
+        }
+        let v = floats(t.data());
+        if !v.iter().all(|x| x.is_finite()) {
+            return Err(format!("{n} holds non-finite values"));
+        }
+        Ok(v)
     };
     let template = Params::init(&config.model, config.seed);
     let mut flat = Vec::with_capacity(template.len());
@@ -150,16 +217,24 @@ pub fn read(path: &Path) -> std::result::Result<Checkpoint, String> {
         flat.extend(w);
         flat.extend(b);
     }
+    let opt = OptState {
+        m: tensor("optim.m")?,
+        v: tensor("optim.v")?,
+        t,
+    };
+    for (name, v) in [("optim.m", &opt.m), ("optim.v", &opt.v)] {
+        if !(v.is_empty() || v.len() == flat.len()) {
+            return Err(format!(
+                "{name} holds {} values for {} weights",
+                v.len(),
+                flat.len()
+            ));
+        }
+    }
     Ok(Checkpoint {
-        step: get("step")?.parse().map_err(|_| "bad step".to_string())?,
+        step,
         params: template.with_flat(&flat),
-        opt: OptState {
-            m: tensor("optim.m")?,
-            v: tensor("optim.v")?,
-            t: get("optim.t")?
-                .parse()
-                .map_err(|_| "bad optim.t".to_string())?,
-        },
+        opt,
         device: (
             meta.get("backend").cloned().unwrap_or_default(),
             meta.get("device").and_then(|d| d.parse().ok()).unwrap_or(0),
@@ -239,5 +314,54 @@ mod tests {
         // A truncated file is passed over too.
         std::fs::write(&newest, b"\x10\x00").unwrap();
         assert_eq!(latest(&dir).unwrap().0.step, 20);
+    }
+
+    #[test]
+    fn an_edited_header_or_non_finite_state_is_never_trusted() {
+        let dir = std::env::temp_dir().join(format!("ferrofit-ckpt-hdr-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = write(&dir, &ckpt(30)).unwrap();
+        // Edit the step in the header, same length: the tensors are untouched,
+        // so a checksum of the tensors alone (format v1) passed it.
+        let mut data = std::fs::read(&path).unwrap();
+        let at = data
+            .windows(11)
+            .position(|w| w == br#""step":"30""#)
+            .expect("the step in the header");
+        data[at + 8] = b'2';
+        std::fs::write(&path, &data).unwrap();
+        assert!(
+            read(&path).unwrap_err().contains("checksum"),
+            "edited header read"
+        );
+        // Non-finite weights or moments are refused at writing.
+        let mut bad = ckpt(40);
+        bad.opt.m[3] = f32::INFINITY;
+        assert!(matches!(
+            write(&dir, &bad),
+            Err(FerroError::Diverged { .. })
+        ));
+        bad = ckpt(40);
+        bad.params.layers[0].w[0] = f32::NAN;
+        assert!(matches!(
+            write(&dir, &bad),
+            Err(FerroError::Diverged { .. })
+        ));
+        // Fields that disagree with the saved configuration are named.
+        let mut short = ckpt(50);
+        short.opt.m.pop();
+        let p = write(&dir, &short).unwrap();
+        assert!(
+            read(&p).unwrap_err().contains("optim.m holds"),
+            "short moments read"
+        );
+        let mut late = ckpt(50);
+        late.step = late.config.steps + 1;
+        let p = write(&dir, &late).unwrap();
+        assert!(
+            read(&p).unwrap_err().contains("outside the run"),
+            "step past the end read"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

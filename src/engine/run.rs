@@ -43,6 +43,11 @@ impl Progress for () {
     fn update(&mut self, _: usize, _: Option<f64>) {}
 }
 
+/// Loss-scaling skips in a row that mean divergence, not a scale to lower:
+/// f16 scaling starts at 2^16 and halves per skip, so 24 skips in a row have
+/// reached a scale of 1 and still overflowed.
+const MAX_SKIPS_IN_A_ROW: usize = 24;
+
 /// Where a run starts and where it keeps checkpoints.
 #[derive(Clone, Debug, Default)]
 pub struct Control {
@@ -106,6 +111,9 @@ pub fn train(
     let mut first_step_seconds = 0.0;
     let mut reached_target = false;
     let mut steps_done = ctl.start_step;
+    // Skipped steps in a row (f16 loss scaling); a skip excuses a non-finite
+    // loss for its own step only, and a long run of them is divergence.
+    let mut skips_in_a_row = 0;
     ready(engine.step())?;
     let start = Instant::now();
     for step in ctl.start_step..cfg.steps {
@@ -114,6 +122,7 @@ pub fn train(
             .map(|k| plan.batch(step, k))
             .collect();
         let count: usize = batches.iter().map(|b| b.len()).sum();
+        let skipped_before = e.skipped_steps();
         for b in &batches {
             e.accumulate(b, count)?;
         }
@@ -123,11 +132,13 @@ pub fn train(
             e.sync()?;
             first_step_seconds = start.elapsed().as_secs_f64();
         }
+        let skipped = e.skipped_steps() > skipped_before;
+        skips_in_a_row = if skipped { skips_in_a_row + 1 } else { 0 };
         // NaN/Inf guard: every step where reading the loss is free (CPU),
         // else at each log point and before each checkpoint.
-        if e.loss_is_free() && e.skipped_steps() == 0 {
+        if (e.loss_is_free() && !skipped) || skips_in_a_row > MAX_SKIPS_IN_A_ROW {
             let l = e.last_loss()?;
-            if !l.is_finite() {
+            if !l.is_finite() || skips_in_a_row > MAX_SKIPS_IN_A_ROW {
                 return Err(FerroError::Diverged {
                     step,
                     value: l as f32,
@@ -155,7 +166,7 @@ pub fn train(
         let mut loss = None;
         if last || (step + 1).is_multiple_of(cfg.run.log_every) {
             let l = e.last_loss()?;
-            if !l.is_finite() && e.skipped_steps() == 0 {
+            if !l.is_finite() && !skipped {
                 return Err(FerroError::Diverged {
                     step,
                     value: l as f32,
@@ -201,5 +212,79 @@ pub fn no_checkpoints(why: &str) -> FerroError {
         reason: format!(
             "checkpoints (--checkpoint-every, --resume) need the fused engine's optimizer state, and {why}"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Params;
+
+    /// An engine that plays back a loss and a loss-scaling skip per step.
+    struct Scripted {
+        steps: Vec<(f64, bool)>,
+        at: usize,
+        skipped: usize,
+    }
+
+    impl StepEngine for Scripted {
+        fn accumulate(&mut self, _: &crate::batches::Batch, _: usize) -> Result<()> {
+            Ok(())
+        }
+        fn apply(&mut self, _: f64) -> Result<()> {
+            self.skipped += self.steps[self.at].1 as usize;
+            self.at += 1;
+            Ok(())
+        }
+        fn last_loss(&mut self) -> Result<f64> {
+            Ok(self.steps[self.at - 1].0)
+        }
+        fn sync(&mut self) -> Result<()> {
+            Ok(())
+        }
+        fn params(&mut self) -> Result<Params> {
+            Ok(Params { layers: vec![] })
+        }
+        fn gradient(&mut self, _: &crate::batches::Batch) -> Result<Vec<f32>> {
+            Ok(vec![])
+        }
+        fn skipped_steps(&self) -> usize {
+            self.skipped
+        }
+        fn loss_is_free(&self) -> bool {
+            true
+        }
+    }
+
+    fn run(steps: Vec<(f64, bool)>) -> Result<TrainOutcome> {
+        let cfg = TrainConfig {
+            n: 16,
+            steps: steps.len(),
+            ..TrainConfig::default()
+        };
+        let mut e = Engine::General(Box::new(Scripted {
+            steps,
+            at: 0,
+            skipped: 0,
+        }));
+        train(&mut e, &cfg, &mut (), &Control::default())
+    }
+
+    #[test]
+    fn the_nan_guard_survives_loss_scaling_skips() {
+        // A skipped step's overflow is excused; the guard stays on after it
+        // (it switched off for the rest of the run before).
+        let mut steps = vec![(f64::INFINITY, true)];
+        steps.extend([(1.0, false); 5]);
+        assert_eq!(run(steps.clone()).unwrap().skipped_steps, 1);
+        steps.push((f64::NAN, false));
+        steps.extend([(1.0, false); 3]);
+        match run(steps) {
+            Err(FerroError::Diverged { step: 6, .. }) => {}
+            other => panic!("{:?}", other.map(|o| o.final_loss)),
+        }
+        // Skips without end are divergence too.
+        let steps = vec![(f64::INFINITY, true); MAX_SKIPS_IN_A_ROW + 5];
+        assert!(matches!(run(steps), Err(FerroError::Diverged { .. })));
     }
 }

@@ -64,11 +64,14 @@ pub struct Limit {
     pub fails: usize,
     /// The failure's message.
     pub why: String,
+    /// Whether that failure was an allocation failure; anything else (a
+    /// backend fault, a bug) says nothing about what fits.
+    pub memory: bool,
 }
 
 /// Doubles N from 2^16 up to `max_n` until a one-step run fails, then halves
-/// the gap to 1/16. `None` when every N up to `max_n` ran. Allocation
-/// failures and backend panics come back as errors, never a crash.
+/// the gap to 1/16 while failures are allocation failures. `None` when every
+/// N up to `max_n` ran. Failures and panics come back as values, never a crash.
 pub fn limit(
     base: &TrainConfig,
     max_n: usize,
@@ -87,10 +90,10 @@ pub fn limit(
             },
             ..base.clone()
         };
-        // A backend that panics instead of returning an error counts as "does not fit".
+        // A panic that escapes `run` is not an allocation failure.
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&cfg))) {
             Ok(r) => r.map_err(|e| e.to_string()),
-            Err(_) => Err("the backend panicked".into()),
+            Err(_) => Err("a panic".into()),
         }
     };
     let mut ok = 0usize;
@@ -105,17 +108,20 @@ pub fn limit(
         }
         n = (n * 2).min(max_n);
     };
-    while ok > 0 && bad - ok > ok / 16 {
+    let memory = crate::backend::guard::is_memory(&why);
+    while memory && ok > 0 && bad - ok > ok / 16 {
         let mid = ok + (bad - ok) / 2;
         match fits(mid) {
             Ok(()) => ok = mid,
-            Err(_) => bad = mid,
+            Err(e) if crate::backend::guard::is_memory(&e) => bad = mid,
+            Err(_) => break,
         }
     }
     Some(Limit {
         fits: ok,
         fails: bad,
         why,
+        memory,
     })
 }
 

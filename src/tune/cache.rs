@@ -71,8 +71,14 @@ pub fn load(path: &Path) -> Result<BTreeMap<String, Entry>> {
     })
 }
 
-/// Adds or replaces one entry.
+/// Adds or replaces one entry. The read-modify-write holds a lock beside the
+/// file, so two `tune` runs finishing together both keep their entries.
 pub fn store(path: &Path, key: &str, entry: Entry) -> Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    let _held = crate::io::lock(&path.with_file_name(format!(".{name}.lock")), true)?;
     let mut all = load(path)?;
     all.insert(key.to_string(), entry);
     let text = serde_json::to_string_pretty(&all).expect("entries serialise");
@@ -149,5 +155,24 @@ mod tests {
         std::fs::write(&path, "{ not json").unwrap();
         let e = lookup(&path, "k").unwrap_err().to_string();
         assert!(e.contains("delete it"), "{e}");
+    }
+
+    #[test]
+    fn concurrent_writers_keep_every_entry() {
+        let dir = std::env::temp_dir().join(format!("ferrofit-tune-race-{}", std::process::id()));
+        let path = dir.join("tuned.json");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::thread::scope(|s| {
+            for w in 0..8 {
+                let path = &path;
+                s.spawn(move || {
+                    for i in 0..10 {
+                        store(path, &format!("w{w}-{i}"), entry()).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(load(&path).unwrap().len(), 80, "entries were lost");
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

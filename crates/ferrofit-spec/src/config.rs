@@ -168,6 +168,16 @@ impl Default for TrainConfig {
 /// integers (and signed offsets in places).
 pub const MAX_POINTS: usize = (1 << 31) - 1;
 
+/// Widest layer, input or output a model may have.
+pub const MAX_WIDTH: usize = 1 << 16;
+
+/// Most hidden layers a model may have.
+pub const MAX_LAYERS: usize = 1024;
+
+/// Most weights a model may have (4 GiB of f32): beyond it, allocation would
+/// abort the process rather than fail.
+pub const MAX_PARAMETERS: usize = 1 << 30;
+
 impl TrainConfig {
     /// Points in one micro-batch.
     pub fn micro_batch(&self) -> usize {
@@ -216,6 +226,32 @@ impl TrainConfig {
                 "inputs",
                 m.inputs,
                 "a model needs at least one input and one output",
+            ));
+        }
+        if m.hidden > MAX_WIDTH || m.inputs > MAX_WIDTH || m.outputs > MAX_WIDTH {
+            return Err(FerroError::arg(
+                "hidden",
+                m.hidden.max(m.inputs).max(m.outputs),
+                format!("layers, inputs and outputs are at most {MAX_WIDTH} wide"),
+            ));
+        }
+        if m.layers > MAX_LAYERS {
+            return Err(FerroError::arg(
+                "layers",
+                m.layers,
+                format!("use at most {MAX_LAYERS} hidden layers"),
+            ));
+        }
+        if m.parameter_count() > MAX_PARAMETERS {
+            return Err(FerroError::arg(
+                "hidden",
+                m.hidden,
+                format!(
+                    "{} x {} hidden layers make {} weights; ferrofit trains at most {MAX_PARAMETERS}: use fewer or narrower layers",
+                    m.hidden,
+                    m.layers,
+                    m.parameter_count()
+                ),
             ));
         }
         if !(self.lr.is_finite() && self.lr > 0.0) {

@@ -31,6 +31,9 @@ pub enum FerroError {
     /// The backend started but crashed while running.
     #[error("the {backend} backend failed: {detail}. Try another --backend, or run `ferrofit devices` to check the driver")]
     BackendFailed { backend: String, detail: String },
+    /// A panic in ferrofit's own code: a bug, reported as one.
+    #[error("ferrofit hit a bug: {detail} (at {location}). Nothing is wrong with your setup; please report it with the command line, the output of `ferrofit devices`, and this message")]
+    Bug { detail: String, location: String },
     /// The model is outside what the fused engine supports.
     #[error("the fused engine does not support this model: {reason}. Use --engine general (or --engine auto to fall back automatically)")]
     OutsideEnvelope { reason: String },
