@@ -15,17 +15,7 @@ pub fn data_dir() -> PathBuf {
         .join("ferrofit")
 }
 
-/// FNV-1a over `chunks` in order: the checksum of checkpoints and of the model
-/// a run record names (damage, not tampering, is what it catches).
-pub fn fnv1a(chunks: &[&[u8]]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for c in chunks {
-        for &b in *c {
-            h = (h ^ b as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
+pub use ferrofit_spec::files::fnv1a;
 
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, folder
 /// fsync). On failure (a full disk, a read-only folder) the temporary file is

@@ -9,9 +9,8 @@ use crate::engine::run::TrainOutcome;
 use crate::error::{FerroError, Result};
 use crate::io::write_atomic;
 use crate::model::Params;
-use crate::save::{checksum, serialize, tensors};
+use crate::save::{checksum, header, serialize, tensors};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// Versions of what produced a run.
@@ -108,23 +107,10 @@ impl RunRecord {
             path: dir.display().to_string(),
             detail: format!("could not encode the run record: {e}"),
         };
-        let mut meta = HashMap::from([
-            (
-                "activation".to_string(),
-                serde_json::to_value(record.config.model.activation)
-                    .map_err(json)?
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            ("format".to_string(), "ferrofit-mlp-v1".to_string()),
-        ]);
-        if let Some(n) = &record.normalization {
-            meta.insert(
-                "normalization".into(),
-                serde_json::to_string(n).map_err(json)?,
-            );
-        }
+        let meta = header(
+            record.config.model.activation,
+            record.normalization.as_ref(),
+        );
         let path = dir.join("model.safetensors");
         let model = serialize(&tensors(p), meta, &path)?;
         write_atomic(&path, &model)?;

@@ -1,43 +1,31 @@
-//! The trained model as safetensors (f32, PyTorch layout and names:
-//! `layers.{i}.weight` `[out, in]`, `layers.{i}.bias` `[out]`), and back.
+//! The trained model on disk: `model.safetensors` written atomically and read
+//! back checked (the format itself — PyTorch's layout and names, the header
+//! with activation and standardisation, every tensor and field checked — is
+//! `ferrofit_spec::files::model`). When a `run.json` lies beside a model, the
+//! model must be the one that record names.
 
-use crate::config::Activation;
 use crate::error::{FerroError, Result};
 use crate::io::write_atomic;
-use crate::model::{LayerParams, Params};
-use crate::userdata::Normalization;
-use safetensors::tensor::{Dtype, TensorView};
-use safetensors::SafeTensors;
+use crate::model::Params;
+pub use ferrofit_spec::files::model::{header, tensors, SavedModel};
+use ferrofit_spec::files::{self, model};
 use std::collections::HashMap;
 use std::path::Path;
 
-/// Named f32 tensors (name, shape, little-endian bytes) as safetensors bytes.
+fn model_error(path: &Path) -> impl Fn(String) -> FerroError + '_ {
+    move |detail| FerroError::ModelFile {
+        path: path.display().to_string(),
+        detail,
+    }
+}
+
+/// Named f32 tensors and a header as safetensors bytes, for `path`.
 pub fn serialize(
-    tensors: &[(String, Vec<usize>, Vec<u8>)],
+    tensors: &[files::Tensor],
     metadata: HashMap<String, String>,
     path: &Path,
 ) -> Result<Vec<u8>> {
-    let views: Vec<(String, TensorView)> = tensors
-        .iter()
-        .map(|(n, s, b)| {
-            (
-                n.clone(),
-                TensorView::new(Dtype::F32, s.clone(), b).expect("shape matches data"),
-            )
-        })
-        .collect();
-    safetensors::serialize(views, Some(metadata)).map_err(|e| FerroError::ModelFile {
-        path: path.display().to_string(),
-        detail: e.to_string(),
-    })
-}
-
-/// The parameters as named tensors, in [`Params::named`] order.
-pub fn tensors(p: &Params) -> Vec<(String, Vec<usize>, Vec<u8>)> {
-    p.named()
-        .into_iter()
-        .map(|(n, shape, v)| (n, shape, v.iter().flat_map(|x| x.to_le_bytes()).collect()))
-        .collect()
+    files::serialize(tensors, metadata).map_err(model_error(path))
 }
 
 /// Saves `p` to `path` atomically, with `metadata` (e.g. the activation) in the header.
@@ -45,79 +33,37 @@ pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Resul
     write_atomic(path, &serialize(&tensors(p), metadata, path)?)
 }
 
-/// A saved model with what it needs to run: its weights, activation and, for a
-/// `--csv` run, the standardisation of inputs and targets.
-#[derive(Clone, Debug)]
-pub struct SavedModel {
-    pub params: Params,
-    pub activation: Activation,
-    pub normalization: Option<Normalization>,
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|source| FerroError::Io {
+        action: "reading",
+        path: path.display().to_string(),
+        source,
+    })
 }
 
-/// Loads a model saved by [`save`].
+/// Loads the weights of a model saved by [`save`], each tensor checked.
 pub fn load(path: &Path) -> Result<Params> {
-    load_with_metadata(path).map(|(p, _)| p)
+    model::decode_params(&read(path)?).map_err(model_error(path))
 }
 
 /// Loads a model with its activation and standardisation, every field checked
 /// against the weights; when a `run.json` lies beside it, the model must be the
 /// one that record names.
 pub fn load_model(path: &Path) -> Result<SavedModel> {
-    let err = |detail: String| FerroError::ModelFile {
-        path: path.display().to_string(),
-        detail,
-    };
-    let (params, meta) = load_with_metadata(path)?;
-    let activation: Activation = match meta.get("activation") {
-        None => Activation::Relu,
-        Some(s) => serde_json::from_value(serde_json::Value::String(s.clone()))
-            .map_err(|e| err(format!("unknown activation in its metadata ({e})")))?,
-    };
-    let normalization: Option<Normalization> = meta
-        .get("normalization")
-        .map(|s| serde_json::from_str(s))
-        .transpose()
-        .map_err(|e| {
-            err(format!(
-                "damaged normalization metadata ({e}); retrain with `ferrofit train --csv`"
-            ))
-        })?;
-    if let Some(n) = &normalization {
-        let (fan_in, fan_out) = (
-            params.layers[0].fan_in,
-            params.layers[params.layers.len() - 1].fan_out,
-        );
-        let good = |v: &[f64], k: usize, positive: bool| {
-            v.len() == k && v.iter().all(|x| x.is_finite() && (!positive || *x > 0.0))
-        };
-        if !(n.inputs.len() == fan_in
-            && n.targets.len() == fan_out
-            && good(&n.x_mean, fan_in, false)
-            && good(&n.x_std, fan_in, true)
-            && good(&n.y_mean, fan_out, false)
-            && good(&n.y_std, fan_out, true))
-        {
-            return Err(err(format!(
-                "its normalization does not fit the model ({fan_in} inputs, {fan_out} outputs; means finite, deviations > 0); retrain with `ferrofit train --csv`"
-            )));
-        }
-    }
-    check_record(path)?;
-    Ok(SavedModel {
-        params,
-        activation,
-        normalization,
-    })
+    let bytes = read(path)?;
+    let m = model::decode(&bytes).map_err(model_error(path))?;
+    check_record(path, &bytes)?;
+    Ok(m)
 }
 
 /// The model's checksum as a run record names it.
 pub fn checksum(bytes: &[u8]) -> String {
-    format!("{:016x}", crate::io::fnv1a(&[bytes]))
+    format!("{:016x}", files::fnv1a(&[bytes]))
 }
 
 /// A `run.json` beside the model names its checksum: a model from another run
 /// (or damaged) is refused rather than run under the wrong record.
-fn check_record(path: &Path) -> Result<()> {
+fn check_record(path: &Path, bytes: &[u8]) -> Result<()> {
     let Some(record) = path.parent().map(|d| d.join("run.json")) else {
         return Ok(());
     };
@@ -127,98 +73,14 @@ fn check_record(path: &Path) -> Result<()> {
     let want = serde_json::from_str::<serde_json::Value>(&text)
         .ok()
         .and_then(|v| v["model_checksum"].as_str().map(String::from));
-    let Some(want) = want else {
-        return Ok(());
-    };
-    let bytes = std::fs::read(path).map_err(|source| FerroError::Io {
-        action: "reading",
-        path: path.display().to_string(),
-        source,
-    })?;
-    if checksum(&bytes) != want {
-        return Err(FerroError::ModelFile {
-            path: path.display().to_string(),
-            detail: format!(
-                "it is not the model {} names (checksum {} vs {want}): the file was changed or comes from another run; train again, or pass the model file on its own",
-                record.display(),
-                checksum(&bytes)
-            ),
-        });
+    match want {
+        Some(want) if checksum(bytes) != want => Err(model_error(path)(format!(
+            "it is not the model {} names (checksum {} vs {want}): the file was changed or comes from another run; train again, or pass the model file on its own",
+            record.display(),
+            checksum(bytes)
+        ))),
+        _ => Ok(()),
     }
-    Ok(())
-}
-
-/// Loads a model and the metadata saved with it. Every tensor must be a
-/// `layers.{i}.weight` `[out, in]` or `layers.{i}.bias` `[out]` in f32, finite,
-/// for `i` in `0..L` with each layer feeding the next.
-pub fn load_with_metadata(path: &Path) -> Result<(Params, HashMap<String, String>)> {
-    let err = |detail: String| FerroError::ModelFile {
-        path: path.display().to_string(),
-        detail,
-    };
-    let bytes = std::fs::read(path).map_err(|source| FerroError::Io {
-        action: "reading",
-        path: path.display().to_string(),
-        source,
-    })?;
-    let st = SafeTensors::deserialize(&bytes).map_err(|e| err(format!("not a safetensors file ({e}); pass the model.safetensors that `ferrofit train --out` wrote")))?;
-    let count = st.len();
-    if count == 0 || count % 2 != 0 {
-        return Err(err(format!(
-            "it holds {count} tensors; a model holds a weight and a bias per layer"
-        )));
-    }
-    let mut layers = Vec::new();
-    for i in 0..count / 2 {
-        let get = |kind: &str| {
-            st.tensor(&format!("layers.{i}.{kind}"))
-                .map_err(|_| err(format!("layers.{i}.{kind} is missing")))
-        };
-        let (w, b) = (get("weight")?, get("bias")?);
-        let shape = w.shape();
-        if w.dtype() != Dtype::F32 || b.dtype() != Dtype::F32 {
-            return Err(err(format!("layers.{i} must be f32")));
-        }
-        if shape.len() != 2 || shape[0] == 0 || shape[1] == 0 || b.shape() != [shape[0]] {
-            return Err(err(format!(
-                "layers.{i} has weight {:?} and bias {:?}; want [out, in] and [out], sizes >= 1",
-                shape,
-                b.shape()
-            )));
-        }
-        let floats = |d: &[u8]| {
-            d.chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect::<Vec<_>>()
-        };
-        let (wv, bv) = (floats(w.data()), floats(b.data()));
-        if !wv.iter().chain(&bv).all(|x| x.is_finite()) {
-            return Err(err(format!(
-                "layers.{i} holds non-finite values (a diverged run?); train again"
-            )));
-        }
-        layers.push(LayerParams {
-            fan_out: shape[0],
-            fan_in: shape[1],
-            w: wv,
-            b: bv,
-        });
-    }
-    for (i, w) in layers.windows(2).enumerate() {
-        if w[0].fan_out != w[1].fan_in {
-            return Err(err(format!(
-                "layers.{i} and layers.{} do not connect ({} outputs feed {} inputs)",
-                i + 1,
-                w[0].fan_out,
-                w[1].fan_in
-            )));
-        }
-    }
-    let meta = SafeTensors::read_metadata(&bytes)
-        .ok()
-        .and_then(|(_, m)| m.metadata().clone())
-        .unwrap_or_default();
-    Ok((Params { layers }, meta))
 }
 
 #[cfg(test)]

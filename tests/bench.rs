@@ -288,6 +288,12 @@ fn bench_with_a_target_loss_reports_time_to_target() {
         .output()
         .unwrap();
     let t = String::from_utf8_lossy(&out.stdout);
+    // A missed target is a result (starred), not a failure of the command.
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         t.contains("time to loss <= 0.000000001") && t.contains("| ferrofit fused * |"),
         "{t}"

@@ -270,6 +270,7 @@ fn ctrl_c_writes_a_checkpoint_of_that_moment_and_stops_cleanly() {
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&resume.stderr);
+    assert!(resume.status.success(), "{said}");
     assert!(said.contains(&format!("(step {step} of 100000)")), "{said}");
 }
 
@@ -342,4 +343,116 @@ fn a_diverging_run_stops_within_a_step_and_keeps_only_finite_checkpoints() {
         "0.01",
     ]);
     assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_second_run_in_a_working_folder_is_refused_while_the_first_runs() {
+    let dir = common::fresh_dir("runs-two");
+    let out = dir.join("run");
+    let o = out.to_str().unwrap();
+    let job = [
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "100000",
+        "--steps",
+        "100000",
+    ];
+    let mut first = bin()
+        .args([&job[..], &["--checkpoint-every", "20", "--out", o]].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_checkpoint(&out);
+    // Both a new run and a resume of the same folder, while it trains.
+    for args in [
+        &["train", "--resume", o][..],
+        &[&job[..], &["--out", o]].concat(),
+    ] {
+        let (code, _, stderr) = ferrofit(args);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("another ferrofit run"), "{stderr}");
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // Its lock died with it: the folder resumes.
+    let (code, _, stderr) = ferrofit(&["train", "--resume", o, "--max-seconds", "0.01"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("resuming"), "{stderr}");
+}
+
+/// Mounts a 64 KiB tmpfs (root only; skipped elsewhere): a full disk and a
+/// read-only folder fail with the cause named, leaving no temporary files.
+#[test]
+fn a_full_disk_or_a_read_only_folder_fails_cleanly() {
+    let dir = common::fresh_dir("runs-disk");
+    let tiny = dir.join("tiny");
+    std::fs::create_dir_all(&tiny).unwrap();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let t = tiny.to_str().unwrap();
+    if !mount(&["-t", "tmpfs", "-o", "size=64k", "tmpfs", t]) {
+        common::skip(
+            "a_full_disk_or_a_read_only_folder_fails_cleanly",
+            "mounting a tmpfs needs root",
+        );
+        return;
+    }
+    let run = tiny.join("run");
+    // 17k weights: a model of 68 KiB, more than the disk holds.
+    let (code, _, stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--hidden",
+        "128",
+        "--layers",
+        "2",
+        "--steps",
+        "20",
+        "--checkpoint-every",
+        "5",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let leftovers: Vec<_> = std::fs::read_dir(run.join("checkpoints"))
+        .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    let ro = mount(&["-o", "remount,ro", t]);
+    let (ro_code, _, ro_stderr) = ferrofit(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--n",
+        "2000",
+        "--steps",
+        "5",
+        "--out",
+        tiny.join("ro").to_str().unwrap(),
+    ]);
+    assert!(mount(&["-o", "remount,rw", t]) || !ro);
+    std::process::Command::new("umount")
+        .arg(t)
+        .status()
+        .unwrap();
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert_eq!(
+        stderr.matches("No space left").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    assert!(ro, "remounting read-only");
+    assert_eq!(ro_code, 2, "{ro_stderr}");
+    assert!(ro_stderr.contains("Read-only file system"), "{ro_stderr}");
 }

@@ -73,11 +73,9 @@ common::per_device! {
             target,
             &cfg,
             EngineKind::General,
-            init.clone(),
+            init,
             Some(data.clone()))
         .unwrap();
-        // The host copy of the initial weights was not touched by training.
-        assert_eq!(init, Params::init(&cfg.model, cfg.seed));
         // The weights read back reproduce the recorded final loss (they are the trained ones) ...
         let (loss_after, _) = ferrofit::model::reference::loss_and_grad(
             &r.params,

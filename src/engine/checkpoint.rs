@@ -1,43 +1,14 @@
-//! Resumable checkpoints: the weights, the optimizer's state, the step and the
-//! run's configuration (which fixes the data, the batches and the schedule —
-//! every random draw in ferrofit is a counter-based function of the seed and
-//! the step, so no RNG state beyond those is needed). One safetensors file per
-//! checkpoint, written atomically (temporary file, fsync, rename) with one
-//! FNV-1a checksum over its header entries and every tensor byte. Only finite
-//! state is written; reading checks the checksum, then every field against the
-//! configuration saved with it (sizes, step, finiteness) before anything is
-//! allocated from it. Loading takes the newest file that verifies and says
-//! which damaged ones it passed over.
+//! Resumable checkpoints on disk: one file per checkpoint in the run folder's
+//! `checkpoints/`, written atomically (temporary file, fsync, rename), the two
+//! newest kept. The format — one checksum over header and tensors, only finite
+//! state, every field checked on reading — is `ferrofit_spec::files::checkpoint`.
+//! Loading takes the newest file that verifies and says which damaged ones it
+//! passed over.
 
-use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
-use crate::io::{fnv1a, write_atomic};
-use crate::model::Params;
-use safetensors::SafeTensors;
-use std::collections::HashMap;
+use crate::io::write_atomic;
+pub use ferrofit_spec::files::checkpoint::{decode, encode, Checkpoint, OptState};
 use std::path::{Path, PathBuf};
-
-/// An optimizer's state as flat vectors (empty where the optimizer keeps none).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OptState {
-    pub m: Vec<f32>,
-    pub v: Vec<f32>,
-    /// Updates applied so far (Adam's bias correction, momentum's first step).
-    pub t: i32,
-}
-
-/// Everything needed to continue a run exactly where it stopped.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Checkpoint {
-    /// Optimizer steps completed.
-    pub step: usize,
-    pub config: TrainConfig,
-    pub params: Params,
-    pub opt: OptState,
-    /// The backend (`--backend` name) and device index that wrote it; a resume
-    /// continues there unless told otherwise.
-    pub device: (String, usize),
-}
 
 /// Checkpoints kept on disk (older ones are removed after a newer one is written).
 const KEEP: usize = 2;
@@ -47,69 +18,12 @@ pub fn folder(out: &Path) -> PathBuf {
     out.join("checkpoints")
 }
 
-/// The format this build writes; `v1` files (checksum over the tensors
-/// only) are still read.
-const FORMAT: &str = "ferrofit-checkpoint-v2";
-const FORMAT_V1: &str = "ferrofit-checkpoint-v1";
-
-/// The checksum of a v2 file: every header entry but the checksum itself (in
-/// key order, `key=value;`), then every tensor's bytes in name order.
-fn sum_v2(meta: &HashMap<String, String>, tensors: &[&[u8]]) -> u64 {
-    let mut keys: Vec<&String> = meta.keys().filter(|k| *k != "checksum").collect();
-    keys.sort();
-    let header: Vec<u8> = keys
-        .iter()
-        .flat_map(|k| format!("{k}={};", meta[*k]).into_bytes())
-        .collect();
-    let mut chunks = vec![header.as_slice()];
-    chunks.extend_from_slice(tensors);
-    fnv1a(&chunks)
-}
-
-fn bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
-fn floats(d: &[u8]) -> Vec<f32> {
-    d.chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 /// Writes `c` into `dir` and removes all but the newest [`KEEP`] checkpoints.
 /// Non-finite weights or optimizer state are refused (a checkpoint is a state
 /// worth returning to).
 pub fn write(dir: &Path, c: &Checkpoint) -> Result<PathBuf> {
-    let finite = |v: &[f32]| v.iter().all(|x| x.is_finite());
-    let weights = c.params.layers.iter().all(|l| finite(&l.w) && finite(&l.b));
-    if !(weights && finite(&c.opt.m) && finite(&c.opt.v)) {
-        return Err(FerroError::Diverged {
-            step: c.step.saturating_sub(1),
-            value: f32::NAN,
-        });
-    }
-    let mut tensors = crate::save::tensors(&c.params);
-    tensors.push(("optim.m".into(), vec![c.opt.m.len()], bytes(&c.opt.m)));
-    tensors.push(("optim.v".into(), vec![c.opt.v.len()], bytes(&c.opt.v)));
-    tensors.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut meta = HashMap::from([
-        ("format".to_string(), FORMAT.to_string()),
-        ("step".to_string(), c.step.to_string()),
-        ("optim.t".to_string(), c.opt.t.to_string()),
-        (
-            "config".to_string(),
-            serde_json::to_string(&c.config).expect("config serialises"),
-        ),
-        ("backend".to_string(), c.device.0.clone()),
-        ("device".to_string(), c.device.1.to_string()),
-    ]);
-    let sum = sum_v2(
-        &meta,
-        &tensors.iter().map(|t| t.2.as_slice()).collect::<Vec<_>>(),
-    );
-    meta.insert("checksum".into(), format!("{sum:016x}"));
+    let data = encode(c)?;
     let path = file(dir, c.step);
-    let data = crate::save::serialize(&tensors, meta, &path)?;
     write_atomic(&path, &data)?;
     for old in list(dir).into_iter().rev().skip(KEEP) {
         let _ = std::fs::remove_file(old);
@@ -146,101 +60,7 @@ fn list(dir: &Path) -> Vec<PathBuf> {
 
 /// Reads and verifies one checkpoint file.
 pub fn read(path: &Path) -> std::result::Result<Checkpoint, String> {
-    let data = std::fs::read(path).map_err(|e| e.to_string())?;
-    let st = SafeTensors::deserialize(&data).map_err(|e| format!("unreadable ({e})"))?;
-    let (_, meta) = SafeTensors::read_metadata(&data).map_err(|e| e.to_string())?;
-    let meta = meta.metadata().clone().unwrap_or_default();
-    let get = |k: &str| {
-        meta.get(k)
-            .cloned()
-            .ok_or(format!("no `{k}` in its header"))
-    };
-    let mut names: Vec<String> = st.names().into_iter().map(String::from).collect();
-    names.sort();
-    let raw: Vec<&[u8]> = names
-        .iter()
-        .map(|n| st.tensor(n).map(|t| t.data()).map_err(|e| e.to_string()))
-        .collect::<std::result::Result<_, _>>()?;
-    let sum = match get("format")?.as_str() {
-        FORMAT => sum_v2(&meta, &raw),
-        FORMAT_V1 => fnv1a(&raw),
-        _ => return Err("not a ferrofit checkpoint".into()),
-    };
-    if format!("{sum:016x}") != get("checksum")? {
-        return Err("checksum mismatch (the file is damaged)".into());
-    }
-    let config: TrainConfig =
-        serde_json::from_str(&get("config")?).map_err(|e| format!("bad config ({e})"))?;
-    config
-        .validate()
-        .map_err(|e| format!("its configuration is not valid ({e})"))?;
-    // Sizes come from the configuration: check them against the file before
-    // allocating the model they describe.
-    let count = config.model.parameter_count();
-    if count > data.len() / 4 {
-        return Err(format!(
-            "its configuration describes {count} weights, more than the file holds"
-        ));
-    }
-    let step: usize = get("step")?.parse().map_err(|_| "bad step".to_string())?;
-    if step == 0 || step > config.steps {
-        return Err(format!(
-            "step {step} is outside the run's 1..={} steps",
-            config.steps
-        ));
-    }
-    let t: i32 = get("optim.t")?
-        .parse()
-        .map_err(|_| "bad optim.t".to_string())?;
-    if t < 0 || t as usize > step * config.accumulate.max(1) {
-        return Err(format!("optim.t {t} does not fit step {step}"));
-    }
-    let tensor = |n: &str| {
-        let t = st.tensor(n).map_err(|e| e.to_string())?;
-        if t.dtype() != safetensors::Dtype::F32 {
-            return Err(format!("{n} is not f32"));
-        }
-        let v = floats(t.data());
-        if !v.iter().all(|x| x.is_finite()) {
-            return Err(format!("{n} holds non-finite values"));
-        }
-        Ok(v)
-    };
-    let template = Params::init(&config.model, config.seed);
-    let mut flat = Vec::with_capacity(template.len());
-    for (i, l) in template.layers.iter().enumerate() {
-        let w = tensor(&format!("layers.{i}.weight"))?;
-        let b = tensor(&format!("layers.{i}.bias"))?;
-        if w.len() != l.w.len() || b.len() != l.b.len() {
-            return Err(format!("layers.{i} does not match the model in its config"));
-        }
-        flat.extend(w);
-        flat.extend(b);
-    }
-    let opt = OptState {
-        m: tensor("optim.m")?,
-        v: tensor("optim.v")?,
-        t,
-    };
-    for (name, v) in [("optim.m", &opt.m), ("optim.v", &opt.v)] {
-        if !(v.is_empty() || v.len() == flat.len()) {
-            return Err(format!(
-                "{name} holds {} values for {} weights",
-                v.len(),
-                flat.len()
-            ));
-        }
-    }
-    Ok(Checkpoint {
-        step,
-        params: template.with_flat(&flat),
-        opt,
-        device: (
-            meta.get("backend").cloned().unwrap_or_default(),
-            meta.get("device").and_then(|d| d.parse().ok()).unwrap_or(0),
-        ),
-        config,
-    })
+    decode(&std::fs::read(path).map_err(|e| e.to_string())?)
 }
 
 /// The newest checkpoint in `dir` that verifies, and a note for each newer
@@ -270,6 +90,8 @@ pub fn latest(dir: &Path) -> Result<(Checkpoint, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::TrainConfig;
+    use crate::model::Params;
 
     fn ckpt(step: usize) -> Checkpoint {
         let config = TrainConfig::default();

@@ -3,7 +3,6 @@
 
 pub mod activation;
 pub mod loss;
-pub mod params;
 pub mod reference;
 
-pub use params::{LayerParams, Params};
+pub use ferrofit_spec::params::{LayerParams, Params};

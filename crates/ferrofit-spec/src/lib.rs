@@ -1,14 +1,17 @@
 //! ferrofit-spec: what a training job *is*, with no engine attached — the
 //! configuration and its validation, the command-line knobs, the built-in
-//! tasks and their counter-based RNG, the CSV reader for user data, and the
-//! error type. Small and dependency-light so fuzz targets build in seconds.
+//! tasks and their counter-based RNG, the CSV reader for user data, the
+//! model's parameters and the byte formats of the files that hold them (model,
+//! checkpoint), and the error type. Small and dependency-light so fuzz targets build in seconds.
 
 pub mod args;
 pub mod config;
 pub mod csv;
 pub mod data;
 pub mod error;
+pub mod files;
 pub mod knobs;
+pub mod params;
 pub mod rng;
 pub mod task;
 pub mod userdata;

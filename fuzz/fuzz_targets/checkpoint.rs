@@ -1,0 +1,11 @@
+//! Fuzz target `checkpoint`: arbitrary bytes through `checks::checkpoint` (what it asserts
+//! is written there, shared with the corpus replay test).
+#![no_main]
+
+#[path = "../checks.rs"]
+#[allow(dead_code)] // each target uses one check
+mod checks;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    checks::checkpoint(data);
+});
