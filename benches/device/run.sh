@@ -20,8 +20,9 @@
 #   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32 on CUDA, N = 1e6,
 #                         beside the peers in bf16 and f32; then N = 1e5 and 1e7 in bf16
 #                         (default 64x3 128x4)
-#   ab [HxL ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
-#                         alternately, twice each: the seed job and the models (default 64x3)
+#   ab [JOB ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
+#                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
+#                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
 # Set REPS (default 5) to change the number of timed runs.
 set -u
 suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
@@ -122,8 +123,8 @@ precision)
   ;;
 ab)
   gunzip -c .dev/ferrofit_base.gz > /tmp/ferrofit_base && chmod +x /tmp/ferrofit_base
-  for job in seed ${*:-64x3}; do
-    args="--engine fused --backends cuda,vulkan"
+  for job in ${*:-seed 64x3}; do
+    args="--engine fused --backends ${AB_BACKENDS:-cuda,vulkan} ${AB_ARGS:-}"
     [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"
     for round in 1 2; do
       for bin in /tmp/ferrofit_base $B; do

@@ -27,16 +27,6 @@ pub fn row_stride(hidden: usize) -> usize {
     hidden + 8
 }
 
-/// `partials[i] = g` on the cube's first tile, else `+= g`.
-#[cube]
-pub fn add_to<F: Float>(partials: &mut Array<F>, i: usize, g: F, first: bool) {
-    if first {
-        partials[i] = g;
-    } else {
-        partials[i] += g;
-    }
-}
-
 /// Output blocks a plane computes together along a row of `blocks` blocks:
 /// 4, 2 or 1, whichever divides it.
 pub fn group(blocks: usize) -> usize {
@@ -201,6 +191,7 @@ pub fn weight_grads<F: Float, E: Float>(
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
+    let per_lane = comptime!(BLOCK * BLOCK / PLANE_UNITS as usize);
     let mut b = plane;
     while b < comptime!(nb * rows) {
         let m0 = (b / rows) * BLOCK;
@@ -226,12 +217,27 @@ pub fn weight_grads<F: Float, E: Float>(
         #[unroll]
         for q in 0..g {
             to_scratch::<F>(scr, accs.index(q), mine);
-            let g_at = at.off + m0 * hidden + n_first + q * BLOCK;
+            // The block's values a lane adds to, read all before any is
+            // written (read one by one, each read waited for the store
+            // before it: 32 round trips to memory for 4 blocks).
+            let mut vals = Array::<F>::new(per_lane);
             #[unroll]
-            for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {
+            for i in 0..per_lane {
+                vals[i] = scr[mine + lane + i * comptime!(PLANE_UNITS as usize)];
+            }
+            if !first {
+                #[unroll]
+                for i in 0..per_lane {
+                    let e = lane + i * comptime!(PLANE_UNITS as usize);
+                    let at_g = at.off + (m0 + e / BLOCK) * hidden + n_first + q * BLOCK + e % BLOCK;
+                    vals[i] += partials[at_g];
+                }
+            }
+            #[unroll]
+            for i in 0..per_lane {
                 let e = lane + i * comptime!(PLANE_UNITS as usize);
-                let v = scr[mine + e];
-                add_to(partials, g_at + (e / BLOCK) * hidden + e % BLOCK, v, first);
+                let at_g = at.off + (m0 + e / BLOCK) * hidden + n_first + q * BLOCK + e % BLOCK;
+                partials[at_g] = vals[i];
             }
             sync_plane();
         }
