@@ -23,6 +23,8 @@
 #   ab [JOB ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
+#   profile [HxL ...]     Nsight Compute on one tensor-core launch (bf16, N = 1e6): launch,
+#                         occupancy, warp stalls, throughput (default 64x3 128x4)
 # Set REPS (default 5) to change the number of timed runs.
 set -u
 suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
@@ -133,6 +135,16 @@ ab)
       done
     done
   done | tee "$OUT/ab.txt"
+  ;;
+profile)
+  for hl in ${*:-64x3 128x4}; do
+    /usr/local/cuda/bin/ncu --kernel-name regex:tensor_grad --launch-skip 2 --launch-count 1 \
+      --section LaunchStats --section Occupancy --section WarpStateStats \
+      --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      $B train --backend cuda --engine fused --precision bf16 \
+      --hidden "${hl%x*}" --layers "${hl#*x}" --steps 4 > "$OUT/profile_$hl.txt" 2>&1
+    grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Duration|Compute \(SM\)|Memory Throughput" "$OUT/profile_$hl.txt"
+  done
   ;;
 *)
   echo "unknown suite '$suite' (see the header of $0)" >&2

@@ -22,6 +22,31 @@ use cubecl::server::Handle;
 /// Multiprocessors assumed where the runtime does not say.
 const DEFAULT_SMS: usize = 64;
 
+/// 32-bit registers of one multiprocessor (every NVIDIA GPU since Kepler).
+const REGISTERS_PER_SM: usize = 65_536;
+
+/// Registers a unit of `tensor_grad` takes, as Nsight Compute read them on the
+/// H200 (sm_90): 80 for widths up to 64, 128 above (the runtime does not say;
+/// docs/results/2026-12-01-h200/profile/). Counting more cubes than the
+/// registers hold launched a partial second wave: 4 a multiprocessor by shared
+/// memory where 3 fit, so a third of the cubes ran after the rest.
+fn registers_per_unit(hidden: usize) -> usize {
+    if hidden <= 64 {
+        80
+    } else {
+        128
+    }
+}
+
+/// Cubes of the tensor-core pass one multiprocessor holds at once, by shared
+/// memory (`per_sm_shared` bytes; 1 KiB of it the driver keeps per cube) and
+/// by registers.
+pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
+    let by_shared = per_sm_shared / (tile_bytes(s, tile) + 1024);
+    let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden) * CUBE_UNITS as usize);
+    by_shared.min(by_registers).max(1)
+}
+
 /// The operand type of `p` on the tensor cores (None for f32).
 fn operand(p: Precision) -> Option<FloatKind> {
     match p {
@@ -103,8 +128,12 @@ impl<R: Runtime> GpuFused<R> {
         let sms = hw
             .num_streaming_multiprocessors
             .map_or(DEFAULT_SMS, |n| n as usize);
-        let per_sm = hw.max_shared_memory_size / tile_bytes(&Shape::of(&self.cfg), self.pass.tile);
-        let cubes = (sms * per_sm.max(1))
+        let per_sm = resident_cubes(
+            &Shape::of(&self.cfg),
+            self.pass.tile,
+            hw.max_shared_memory_size,
+        );
+        let cubes = (sms * per_sm)
             .min(len.div_ceil(self.pass.tile))
             .clamp(1, self.max_cubes);
         let use_idx = idx.is_some();
@@ -190,6 +219,21 @@ mod tests {
                     > tile_bytes(&shape(64, 4, Activation::Relu), t)
             );
         }
+    }
+
+    #[test]
+    fn resident_cubes_are_the_tighter_of_shared_memory_and_registers() {
+        // 3 × 64, 64 points: 56 KiB a cube, four by shared memory, three by
+        // registers (80 a unit).
+        let deep = shape(64, 3, Activation::Relu);
+        assert_eq!(resident_cubes(&deep, 64, H200), 3);
+        // 4 × 128: one by shared memory.
+        assert_eq!(
+            resident_cubes(&shape(128, 4, Activation::Relu), 64, H200),
+            1
+        );
+        // A small shared memory: one.
+        assert_eq!(resident_cubes(&deep, 64, 64 * 1024), 1);
     }
 
     #[test]
