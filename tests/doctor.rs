@@ -25,6 +25,8 @@ enum Fault {
     MemoryLimit(usize),
     /// Anything above this many points panics inside the backend.
     PanicsAbove(usize),
+    /// Anything above this many points hits a bug in ferrofit's own code.
+    BugAbove(usize),
 }
 
 struct Fake<'a> {
@@ -52,6 +54,12 @@ impl Subject for Fake<'_> {
                 })
             }
             Fault::PanicsAbove(max) if cfg.n > max => panic!("device lost"),
+            Fault::BugAbove(max) if cfg.n > max => {
+                return Err(FerroError::Bug {
+                    detail: "index out of bounds".into(),
+                    location: "src/engine/run.rs:1".into(),
+                })
+            }
             _ => {}
         }
         let mut r = self.real.train_from(cfg, engine, init.clone(), data)?;
@@ -113,36 +121,27 @@ common::per_device! {
 fn the_memory_probe_finds_the_limit_and_survives_a_panic() {
     let t = &common::cpu();
     let limit = 300_000;
-    let f = checks::largest_n(
-        &Fake {
-            real: t,
-            fault: Fault::MemoryLimit(limit),
-        },
-        1 << 22,
-    );
-    assert_eq!(f.severity, Severity::Warn, "{f:?}");
-    let found: usize = f
-        .detail
-        .trim_start_matches("largest N that fits: ")
-        .split(';')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap_or_else(|_| panic!("{f:?}"));
-    assert!(
-        found <= limit && found >= limit - limit / 16,
-        "found {found} for a limit of {limit}"
-    );
-    assert!(f.fix.as_deref().unwrap().contains("--batch-size"), "{f:?}");
-    // A panic (a lost device, a bug) is survived, and is not taken for a
-    // size limit: no --batch-size advice.
-    let f = checks::largest_n(
-        &Fake {
-            real: t,
-            fault: Fault::PanicsAbove(limit),
-        },
-        1 << 22,
-    );
+    let probe = |fault| checks::largest_n(&Fake { real: t, fault }, 1 << 22);
+    // A backend that fails or panics above a size: the limit is found.
+    for fault in [Fault::MemoryLimit(limit), Fault::PanicsAbove(limit)] {
+        let f = probe(fault);
+        assert_eq!(f.severity, Severity::Warn, "{f:?}");
+        let found: usize = f
+            .detail
+            .trim_start_matches("largest N that fits: ")
+            .split(';')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("{f:?}"));
+        assert!(
+            found <= limit && found >= limit - limit / 16,
+            "found {found} for a limit of {limit}"
+        );
+        assert!(f.fix.as_deref().unwrap().contains("--batch-size"), "{f:?}");
+    }
+    // A bug in ferrofit's own code is not taken for a size limit.
+    let f = probe(Fault::BugAbove(limit));
     assert_eq!(f.severity, Severity::Fail, "{f:?}");
     assert!(f.detail.contains("not for lack of memory"), "{f:?}");
     assert!(!f.fix.as_deref().unwrap().contains("--batch-size"), "{f:?}");

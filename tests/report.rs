@@ -49,17 +49,7 @@ fn headless(bin: &str, profile: &Path, extra: &[&str], page: &Path) -> (String, 
 fn the_page_renders_in_chromium_with_every_chart() {
     let dir = common::fresh_dir("report-e2e");
     let run = dir.join("run");
-    let (code, _, e) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "20000",
-        "--steps",
-        "60",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
+    let (code, _, e) = common::train_cpu("20000", "60", &["--out", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{e}");
     let bench = dir.join("bench.json");
     let (code, _, e) = ferrofit(&[
@@ -73,7 +63,7 @@ fn the_page_renders_in_chromium_with_every_chart() {
         "--reps",
         "2",
         "--no-history",
-        "--json",
+        "--export-json",
         bench.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{e}");
@@ -145,17 +135,7 @@ fn the_page_renders_in_chromium_with_every_chart() {
 /// A 5-step CPU run into `dir/run`: its run.json's path and contents.
 fn small_run(dir: &Path) -> (std::path::PathBuf, serde_json::Value) {
     let run = dir.join("run");
-    let (code, _, e) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "2000",
-        "--steps",
-        "5",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
+    let (code, _, e) = common::train_cpu("2000", "5", &["--out", run.to_str().unwrap()]);
     assert_eq!(code, 0, "{e}");
     let path = run.join("run.json");
     let v = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

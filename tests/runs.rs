@@ -39,6 +39,28 @@ fn wait_for_checkpoint(dir: &Path) {
     panic!("no checkpoint appeared in {}", dir.display());
 }
 
+/// A long checkpointed CPU run into `out` (stderr piped), once its first
+/// checkpoint is written.
+fn long_run(out: &Path) -> std::process::Child {
+    let child = bin()
+        .args([
+            "train",
+            "--backend",
+            "cpu",
+            "--n",
+            "100000",
+            "--steps",
+            "100000",
+        ])
+        .args(["--checkpoint-every", "20", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_checkpoint(out);
+    child
+}
+
 /// Every file under `dir` with its bytes (the lock file aside).
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     let mut out = Vec::new();
@@ -59,23 +81,17 @@ fn a_used_out_folder_is_refused_and_a_resume_continues_the_same_job() {
     let out = dir.join("run");
     let o = out.to_str().unwrap();
     let job = ["train", "--backend", "cpu", "--n", "2000", "--json"];
-    let longer = [
-        &job[..],
-        &["--steps", "40", "--checkpoint-every", "10", "--out", o],
-    ]
-    .concat();
-    let (code, stdout, stderr) = ferrofit(&longer);
+    let into_out = |steps: &str, every: &str| {
+        let more = ["--steps", steps, "--checkpoint-every", every, "--out", o];
+        ferrofit(&[&job[..], &more[..]].concat())
+    };
+    let (code, stdout, stderr) = into_out("40", "10");
     assert_eq!(code, 0, "{stderr}");
     let want = final_loss(&stdout);
     // A shorter run into the same folder used to delete its own checkpoints
     // (rotation kept the old run's higher steps) and replace the old model.
     let before = snapshot(&out);
-    let shorter = [
-        &job[..],
-        &["--steps", "20", "--checkpoint-every", "5", "--out", o],
-    ]
-    .concat();
-    let (code, _, stderr) = ferrofit(&shorter);
+    let (code, _, stderr) = into_out("20", "5");
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("--out") && stderr.contains("finished run"),
@@ -85,7 +101,7 @@ fn a_used_out_folder_is_refused_and_a_resume_continues_the_same_job() {
     // Unfinished (no run.json yet): refused too, with --resume named.
     std::fs::remove_file(out.join("run.json")).unwrap();
     let before = snapshot(&out);
-    let (code, _, stderr) = ferrofit(&shorter);
+    let (code, _, stderr) = into_out("20", "5");
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains(&format!("--resume {o}")), "{stderr}");
     // A resume whose flags change the job is refused, naming the setting.
@@ -103,17 +119,7 @@ fn a_used_out_folder_is_refused_and_a_resume_continues_the_same_job() {
     assert_eq!(final_loss(&stdout), want);
     // The model and its record belong together: another run's model is refused.
     let other = dir.join("other");
-    let (code, _, stderr) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "500",
-        "--steps",
-        "3",
-        "--out",
-        other.to_str().unwrap(),
-    ]);
+    let (code, _, stderr) = common::train_cpu("500", "3", &["--out", other.to_str().unwrap()]);
     assert_eq!(code, 0, "{stderr}");
     std::fs::copy(
         other.join("model.safetensors"),
@@ -214,25 +220,7 @@ fn kill_9_at_twenty_random_moments_resumes_to_the_uninterrupted_loss() {
 fn ctrl_c_writes_a_checkpoint_of_that_moment_and_stops_cleanly() {
     let dir = common::fresh_dir("runs-int");
     let out = dir.join("run");
-    let child = bin()
-        .args([
-            "train",
-            "--backend",
-            "cpu",
-            "--n",
-            "100000",
-            "--steps",
-            "100000",
-            "--checkpoint-every",
-            "20",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_checkpoint(&out);
+    let child = long_run(&out);
     let before = checkpoints(&out).last().cloned().unwrap();
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc_kill(child.id() as i32, 2) };
@@ -283,23 +271,20 @@ extern "C" {
 fn a_diverging_run_stops_within_a_step_and_keeps_only_finite_checkpoints() {
     let dir = common::fresh_dir("runs-nan");
     let diverge = |out: &Path, every: &str| {
-        ferrofit(&[
-            "train",
-            "--backend",
-            "cpu",
-            "--n",
+        common::train_cpu(
             "2000",
-            "--steps",
             "200",
-            "--lr",
-            "1e6",
-            "--log-every",
-            "100",
-            "--checkpoint-every",
-            every,
-            "--out",
-            out.to_str().unwrap(),
-        ])
+            &[
+                "--lr",
+                "1e6",
+                "--log-every",
+                "100",
+                "--checkpoint-every",
+                every,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        )
     };
     let out = dir.join("run");
     let (code, _, stderr) = diverge(&out, "1");
@@ -327,21 +312,11 @@ fn a_diverging_run_stops_within_a_step_and_keeps_only_finite_checkpoints() {
     assert!(!stderr.contains("last good checkpoint"), "{stderr}");
     assert!(stderr.contains("before its first checkpoint"), "{stderr}");
     // The advice works: clipped Adam on the same job trains.
-    let (code, _, stderr) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
+    let (code, _, stderr) = common::train_cpu(
         "2000",
-        "--steps",
         "200",
-        "--clip-grad",
-        "0.1",
-        "--optimizer",
-        "adam",
-        "--lr",
-        "0.01",
-    ]);
+        &["--clip-grad", "0.1", "--optimizer", "adam", "--lr", "0.01"],
+    );
     assert_eq!(code, 0, "{stderr}");
 }
 
@@ -350,27 +325,9 @@ fn a_second_run_in_a_working_folder_is_refused_while_the_first_runs() {
     let dir = common::fresh_dir("runs-two");
     let out = dir.join("run");
     let o = out.to_str().unwrap();
-    let job = [
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "100000",
-        "--steps",
-        "100000",
-    ];
-    let mut first = bin()
-        .args([&job[..], &["--checkpoint-every", "20", "--out", o]].concat())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for_checkpoint(&out);
+    let mut first = long_run(&out);
     // Both a new run and a resume of the same folder, while it trains.
-    for args in [
-        &["train", "--resume", o][..],
-        &[&job[..], &["--out", o]].concat(),
-    ] {
+    for args in [&["train", "--resume", o][..], &["train", "--out", o]] {
         let (code, _, stderr) = ferrofit(args);
         assert_eq!(code, 2, "{stderr}");
         assert!(stderr.contains("another ferrofit run"), "{stderr}");
@@ -428,17 +385,8 @@ fn a_full_disk_or_a_read_only_folder_fails_cleanly() {
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
         .unwrap_or_default();
     let ro = mount(&["-o", "remount,ro", t]);
-    let (ro_code, _, ro_stderr) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "2000",
-        "--steps",
-        "5",
-        "--out",
-        tiny.join("ro").to_str().unwrap(),
-    ]);
+    let (ro_code, _, ro_stderr) =
+        common::train_cpu("2000", "5", &["--out", tiny.join("ro").to_str().unwrap()]);
     assert!(mount(&["-o", "remount,rw", t]) || !ro);
     std::process::Command::new("umount")
         .arg(t)

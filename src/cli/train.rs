@@ -3,7 +3,7 @@
 
 use super::progress::Display;
 use crate::backend::devices::Inventory;
-use crate::backend::{guard, select, BackendKind};
+use crate::backend::{select, BackendKind};
 use crate::config::EngineKind;
 use crate::engine::checkpoint;
 use crate::model::reference;
@@ -197,11 +197,9 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             ),
             None => anyhow::bail!(e),
         },
-        Err(e @ crate::FerroError::BackendFailed { .. })
-            if user.is_none()
-                && cfg.n > 1 << 16
-                && matches!(&e, crate::FerroError::BackendFailed { detail, .. } if guard::is_memory(detail)) =>
-        {
+        // A backend failure (a bug in ferrofit is `Bug`, never this) at a
+        // large N may be a size limit: the probe tells, by a smaller N that runs.
+        Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
             // Perhaps too large for the device: find what fits and say so.
             eprintln!("training failed; probing the largest N this device takes ...");
             match crate::trainer::probe::on_target(&target, &cfg) {

@@ -275,7 +275,7 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
             CHECK,
             Severity::Fail,
             format!("N = {bad} failed, and not for lack of memory: {why}"),
-            "a backend fault or a bug, not a size limit: run `ferrofit devices`, and report it if it persists",
+            "a bug in ferrofit, not a size limit: please report it with this message",
         );
     }
     if ok == 0 {

@@ -44,7 +44,7 @@ pub fn classify(v: Value, origin: &str) -> crate::Result<Record> {
     } else {
         Err(crate::FerroError::File {
             path: origin.into(),
-            detail: "not a ferrofit record: pass run.json from `train --out`, `bench --json` output or `doctor --json` output".into(),
+            detail: "not a ferrofit record: pass run.json from `train --out`, `bench --export-json` output or `doctor --json` output".into(),
         })
     }
 }

@@ -64,20 +64,22 @@ pub struct Limit {
     pub fails: usize,
     /// The failure's message.
     pub why: String,
-    /// Whether that failure was an allocation failure; anything else (a
-    /// backend fault, a bug) says nothing about what fits.
+    /// Whether that failure can be a size limit: any backend failure or
+    /// backend panic, not a bug in ferrofit's own code (which says nothing
+    /// about what fits).
     pub memory: bool,
 }
 
 /// Doubles N from 2^16 up to `max_n` until a one-step run fails, then halves
-/// the gap to 1/16 while failures are allocation failures. `None` when every
+/// the gap to 1/16 — unless the failure is a bug in ferrofit's own code. `None` when every
 /// N up to `max_n` ran. Failures and panics come back as values, never a crash.
 pub fn limit(
     base: &TrainConfig,
     max_n: usize,
     run: impl Fn(&TrainConfig) -> crate::Result<()>,
 ) -> Option<Limit> {
-    let fits = |n: usize| -> Result<(), String> {
+    // Err((message, whether it can be a size limit)).
+    let fits = |n: usize| -> Result<(), (String, bool)> {
         let cfg = TrainConfig {
             n,
             steps: 1,
@@ -90,15 +92,19 @@ pub fn limit(
             },
             ..base.clone()
         };
-        // A panic that escapes `run` is not an allocation failure.
+        // A backend that panics at a size instead of returning an error
+        // (wgpu on an oversized buffer) counts as "does not fit".
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(&cfg))) {
-            Ok(r) => r.map_err(|e| e.to_string()),
-            Err(_) => Err("a panic".into()),
+            Ok(r) => r.map_err(|e| {
+                let bug = matches!(e, crate::FerroError::Bug { .. });
+                (e.to_string(), !bug)
+            }),
+            Err(_) => Err(("the backend panicked".into(), true)),
         }
     };
     let mut ok = 0usize;
     let mut n = PROBE_START.min(max_n.max(1));
-    let (mut bad, why) = loop {
+    let (mut bad, (why, memory)) = loop {
         match fits(n) {
             Ok(()) => ok = n,
             Err(e) => break (n, e),
@@ -108,12 +114,11 @@ pub fn limit(
         }
         n = (n * 2).min(max_n);
     };
-    let memory = crate::backend::guard::is_memory(&why);
     while memory && ok > 0 && bad - ok > ok / 16 {
         let mid = ok + (bad - ok) / 2;
         match fits(mid) {
             Ok(()) => ok = mid,
-            Err(e) if crate::backend::guard::is_memory(&e) => bad = mid,
+            Err((_, true)) => bad = mid,
             Err(_) => break,
         }
     }

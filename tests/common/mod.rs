@@ -169,6 +169,13 @@ pub fn ferrofit(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `ferrofit train --backend cpu --n N --steps S` and `more` arguments.
+#[allow(dead_code)]
+pub fn train_cpu(n: &str, steps: &str, more: &[&str]) -> (i32, String, String) {
+    let job = ["train", "--backend", "cpu", "--n", n, "--steps", steps];
+    ferrofit(&[&job[..], more].concat())
+}
+
 /// The `ferrofit` binary as a command, for tests that need more control.
 pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_ferrofit"))
