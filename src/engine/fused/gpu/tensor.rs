@@ -237,10 +237,16 @@ mod tests {
     }
 
     #[test]
-    fn a_plane_groups_blocks_that_divide_the_row() {
+    fn a_plane_groups_blocks_that_divide_the_row_and_leave_no_plane_idle() {
+        // Rows of 8 blocks (128 wide) over 4 rows of blocks (64 points): 4.
+        assert_eq!(group(8, 4), 4);
+        // 64 wide over 64 points: 4 a group would leave half the planes idle.
+        assert_eq!(group(4, 4), 2);
+        assert_eq!(group(4, 8), 4);
         assert_eq!(
-            [1, 2, 3, 4, 5, 6, 7, 8].map(group),
+            [1, 2, 3, 4, 5, 6, 7, 8].map(|b| group(b, 64)),
             [1, 2, 1, 4, 1, 2, 1, 4]
         );
+        assert_eq!(group(2, 2), 1);
     }
 }

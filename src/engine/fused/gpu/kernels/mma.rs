@@ -27,12 +27,15 @@ pub fn row_stride(hidden: usize) -> usize {
     hidden + 8
 }
 
-/// Output blocks a plane computes together along a row of `blocks` blocks:
-/// 4, 2 or 1, whichever divides it.
-pub fn group(blocks: usize) -> usize {
+/// Output blocks a plane computes together along a row of `blocks` blocks,
+/// when the product has `row_blocks` rows of blocks: the largest of 4, 2, 1
+/// that divides the row and still leaves every plane of the cube an item
+/// (more blocks a group reuse each loaded fragment more; idle planes cost
+/// more than that), else 1.
+pub fn group(blocks: usize, row_blocks: usize) -> usize {
     [4, 2, 1]
         .into_iter()
-        .find(|g| blocks.is_multiple_of(*g))
+        .find(|g| blocks.is_multiple_of(*g) && row_blocks * (blocks / g) >= PLANES)
         .unwrap_or(1)
 }
 
@@ -107,8 +110,8 @@ pub fn product<F: Float, E: Float>(
     let act = comptime!(layer.act);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK));
-    let rows = comptime!(hidden / BLOCK / group(hidden / BLOCK));
+    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK));
+    let rows = comptime!(hidden / BLOCK / g);
     let work = comptime!((layer.tile / BLOCK) * rows);
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
@@ -185,8 +188,8 @@ pub fn weight_grads<F: Float, E: Float>(
     let hidden = comptime!(layer.out_w);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK));
-    let rows = comptime!(hidden / BLOCK / group(hidden / BLOCK));
+    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK));
+    let rows = comptime!(hidden / BLOCK / g);
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
