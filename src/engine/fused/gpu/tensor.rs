@@ -26,7 +26,7 @@ const DEFAULT_SMS: usize = 64;
 const REGISTERS_PER_SM: usize = 65_536;
 
 /// Registers a unit of `tensor_grad` takes, as Nsight Compute read them on the
-/// H200 (sm_90): 80 for widths up to 64, 128 above (the runtime does not say;
+/// H200 (sm_90): 78–80 for widths up to 64, 128 above (the runtime does not say;
 /// docs/results/2026-12-01-h200/profile/). Counting more cubes than the
 /// registers hold launched a partial second wave: 4 a multiprocessor by shared
 /// memory where 3 fit, so a third of the cubes ran after the rest.
