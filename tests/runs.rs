@@ -364,23 +364,16 @@ fn a_full_disk_or_a_read_only_folder_fails_cleanly() {
     }
     let run = tiny.join("run");
     // 17k weights: a model of 68 KiB, more than the disk holds.
-    let (code, _, stderr) = ferrofit(&[
-        "train",
-        "--backend",
-        "cpu",
-        "--n",
-        "2000",
+    let more = [
         "--hidden",
         "128",
         "--layers",
         "2",
-        "--steps",
-        "20",
         "--checkpoint-every",
         "5",
-        "--out",
-        run.to_str().unwrap(),
-    ]);
+    ];
+    let out = ["--out", run.to_str().unwrap()];
+    let (code, _, stderr) = common::train_cpu("2000", "20", &[&more[..], &out[..]].concat());
     let leftovers: Vec<_> = std::fs::read_dir(run.join("checkpoints"))
         .map(|rd| rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
         .unwrap_or_default();
