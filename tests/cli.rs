@@ -76,6 +76,8 @@ fn nonsense_arguments_name_the_fix() {
         (&["train", "--hidden", "3000000000"], "--hidden"),
         (&["train", "--hidden", "60000", "--layers", "3"], "--hidden"),
         (&["train", "--layers", "100000000"], "--layers"),
+        // A count that is not whole.
+        (&["train", "--n", "1.5e0"], "not a count"),
         (&["bench", "--cooldown", "1e300"], "--cooldown"),
         (&["bench", "--cooldown", "inf"], "--cooldown"),
         (&["bench", "--cooldown=-1"], "--cooldown"),
@@ -106,7 +108,7 @@ fn devices_lists_the_cpu_as_json() {
 #[test]
 fn doctor_passes_on_the_cpu_and_fails_on_a_diverging_learning_rate() {
     let (code, stdout, stderr) =
-        ferrofit(&["doctor", "--backend", "cpu", "--max-n", "1000000", "--json"]);
+        ferrofit(&["doctor", "--backend", "cpu", "--max-n", "1e6", "--json"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let findings = v["devices"][0]["findings"].as_array().unwrap();

@@ -16,8 +16,8 @@ pub struct DoctorArgs {
     /// Also check that the loss falls with this learning rate.
     #[arg(long)]
     lr: Option<f64>,
-    /// Largest number of points the memory probe tries.
-    #[arg(long, default_value_t = 1 << 26)]
+    /// Largest number of points the memory probe tries (e.g. 1e8).
+    #[arg(long, default_value_t = 1 << 26, value_parser = ferrofit_spec::args::count)]
     max_n: usize,
     /// Print one JSON object instead of the report.
     #[arg(long)]

@@ -15,8 +15,8 @@ pub struct JobArgs {
     /// Built-in target function (x2-noise is the seed job's: y = x² + 0.3·U(0,1)).
     #[arg(long, value_enum, default_value = "x2-noise")]
     task: Task,
-    /// Number of points.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Number of points (an integer, or written like 1e6 or 2.5e5).
+    #[arg(long, default_value_t = 1_000_000, value_parser = count)]
     n: usize,
     /// Width of each hidden layer.
     #[arg(long, default_value_t = 10)]
@@ -161,6 +161,42 @@ impl DataArgs {
                 val_split: self.val_split,
                 delimiter: self.delimiter,
             });
+        }
+    }
+}
+
+/// A count from the command line: digits (`_` allowed between them), or a
+/// number in scientific notation that is a whole number (`1e6`, `2.5e5`), as
+/// people write sizes.
+pub fn count(s: &str) -> Result<usize, String> {
+    let t = s.trim().replace('_', "");
+    if let Ok(n) = t.parse::<usize>() {
+        return Ok(n);
+    }
+    let whole = t
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0 && v.fract() == 0.0 && *v < 2f64.powi(63));
+    match whole {
+        Some(v) => Ok(v as usize),
+        None => Err(format!(
+            "`{s}` is not a count: give a whole number such as 1000000 or 1e6"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::count;
+
+    #[test]
+    fn counts_are_digits_or_whole_scientific_numbers() {
+        assert_eq!(count("1000000"), Ok(1_000_000));
+        assert_eq!(count("1_000_000"), Ok(1_000_000));
+        assert_eq!(count("1e8"), Ok(100_000_000));
+        assert_eq!(count("2.5e5"), Ok(250_000));
+        for bad in ["1.5", "-3", "1e300", "inf", "NaN", "ten", ""] {
+            assert!(count(bad).is_err(), "{bad}");
         }
     }
 }
