@@ -17,18 +17,20 @@ pub fn data_dir() -> PathBuf {
 
 pub use ferrofit_spec::files::fnv1a;
 
+/// An I/O error's mapping to [`FerroError::Io`] with what was done to `p`.
+fn io(action: &'static str, p: &Path) -> impl FnOnce(std::io::Error) -> FerroError {
+    let path = p.display().to_string();
+    move |source| FerroError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
 /// Writes `bytes` to `path` atomically (temp file, fsync, rename, folder
 /// fsync). On failure (a full disk, a read-only folder) the temporary file is
 /// removed and `path` is as it was.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let io = |action: &'static str, p: &Path| {
-        let p = p.display().to_string();
-        move |source| FerroError::Io {
-            action,
-            path: p,
-            source,
-        }
-    };
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -65,23 +67,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// included. `wait`: block until it is free; else `None` when another
 /// process holds it.
 pub fn lock(path: &Path, wait: bool) -> Result<Option<std::fs::File>> {
-    let io = |action: &'static str| {
-        let p = path.display().to_string();
-        move |source| FerroError::Io {
-            action,
-            path: p,
-            source,
-        }
-    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io("creating folder for"))?;
+        std::fs::create_dir_all(dir).map_err(io("creating folder for", path))?;
     }
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .map_err(io("creating"))?;
+        .map_err(io("creating", path))?;
     let mode = if wait {
         libc::LOCK_EX
     } else {

@@ -9,7 +9,7 @@ use crate::engine::run::TrainOutcome;
 use crate::error::{FerroError, Result};
 use crate::io::write_atomic;
 use crate::model::Params;
-use crate::save::{checksum, header, serialize, tensors};
+use crate::save::{header, save};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -111,11 +111,9 @@ impl RunRecord {
             record.config.model.activation,
             record.normalization.as_ref(),
         );
-        let path = dir.join("model.safetensors");
-        let model = serialize(&tensors(p), meta, &path)?;
-        write_atomic(&path, &model)?;
+        let sum = save(p, &dir.join("model.safetensors"), meta)?;
         let record = RunRecord {
-            model_checksum: Some(checksum(&model)),
+            model_checksum: Some(sum),
             ..record.clone()
         };
         let text = serde_json::to_string_pretty(&record).map_err(json)?;

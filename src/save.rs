@@ -28,9 +28,12 @@ pub fn serialize(
     files::serialize(tensors, metadata).map_err(model_error(path))
 }
 
-/// Saves `p` to `path` atomically, with `metadata` (e.g. the activation) in the header.
-pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Result<()> {
-    write_atomic(path, &serialize(&tensors(p), metadata, path)?)
+/// Saves `p` to `path` atomically, with `metadata` (e.g. the activation) in
+/// the header; returns the file's [`checksum`].
+pub fn save(p: &Params, path: &Path, metadata: HashMap<String, String>) -> Result<String> {
+    let bytes = serialize(&tensors(p), metadata, path)?;
+    write_atomic(path, &bytes)?;
+    Ok(checksum(&bytes))
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -76,6 +76,8 @@ fn nonsense_arguments_name_the_fix() {
         (&["train", "--hidden", "3000000000"], "--hidden"),
         (&["train", "--hidden", "60000", "--layers", "3"], "--hidden"),
         (&["train", "--layers", "100000000"], "--layers"),
+        // Checkpoints need a folder to go into (the check was lost once).
+        (&["train", "--checkpoint-every", "5"], "--out DIR"),
         // A count that is not whole.
         (&["train", "--n", "1.5e0"], "not a count"),
         (&["bench", "--cooldown", "1e300"], "--cooldown"),

@@ -68,7 +68,7 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
             "--reps",
             &reps.to_string(),
             "--precision",
-            &format!("{:?}", cfg.precision).to_lowercase(),
+            cfg.precision.name(),
             "--only",
             &only.join(","),
         ])

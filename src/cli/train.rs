@@ -115,6 +115,13 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         None => (None, a.out.as_deref().map(RunDir::claim).transpose()?),
     };
     let out = folder.as_ref().map(|f| f.path.clone());
+    if cfg.run.checkpoint_every.is_some() && out.is_none() {
+        anyhow::bail!(crate::FerroError::arg(
+            "checkpoint-every",
+            cfg.run.checkpoint_every.unwrap_or(0),
+            "checkpoints go into the output folder: add --out DIR"
+        ));
+    }
     let user = match &cfg.data {
         crate::config::Data::Csv(c) => Some(userdata::load(c, cfg.seed)?),
         crate::config::Data::Task(_) => None,
@@ -203,7 +210,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             // Perhaps too large for the device: find what fits and say so.
             eprintln!("training failed; probing the largest N this device takes ...");
             match crate::trainer::probe::on_target(&target, &cfg) {
-                Some(l) if l.fits > 0 && l.memory => anyhow::bail!(
+                Some(l) if l.fits > 0 && l.size_limit => anyhow::bail!(
                     "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
                     target.label(), l.fits, l.fits
                 ),

@@ -261,7 +261,7 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
         fits: ok,
         fails: bad,
         why,
-        memory,
+        size_limit,
     }) = probe_limit(t, &small(), max_n)
     else {
         return Finding::pass(
@@ -270,7 +270,7 @@ pub fn largest_n(t: &dyn Subject, max_n: usize) -> Finding {
         );
     };
     let why: String = why.chars().take(160).collect();
-    if !memory {
+    if !size_limit {
         return Finding::bad(
             CHECK,
             Severity::Fail,

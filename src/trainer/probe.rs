@@ -67,7 +67,7 @@ pub struct Limit {
     /// Whether that failure can be a size limit: any backend failure or
     /// backend panic, not a bug in ferrofit's own code (which says nothing
     /// about what fits).
-    pub memory: bool,
+    pub size_limit: bool,
 }
 
 /// Doubles N from 2^16 up to `max_n` until a one-step run fails, then halves
@@ -104,7 +104,7 @@ pub fn limit(
     };
     let mut ok = 0usize;
     let mut n = PROBE_START.min(max_n.max(1));
-    let (mut bad, (why, memory)) = loop {
+    let (mut bad, (why, size_limit)) = loop {
         match fits(n) {
             Ok(()) => ok = n,
             Err(e) => break (n, e),
@@ -114,7 +114,7 @@ pub fn limit(
         }
         n = (n * 2).min(max_n);
     };
-    while memory && ok > 0 && bad - ok > ok / 16 {
+    while size_limit && ok > 0 && bad - ok > ok / 16 {
         let mid = ok + (bad - ok) / 2;
         match fits(mid) {
             Ok(()) => ok = mid,
@@ -126,7 +126,7 @@ pub fn limit(
         fits: ok,
         fails: bad,
         why,
-        memory,
+        size_limit,
     })
 }
 

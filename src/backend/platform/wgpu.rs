@@ -107,7 +107,7 @@ impl Platform for Wgpu {
                 reason: format!(
                     "--precision {} in the fused engine runs on tensor cores through CUDA; \
                      wgpu's shaders (WGSL) have none: use --precision f32 or --backend cuda",
-                    format!("{:?}", cfg.precision).to_lowercase()
+                    cfg.precision.name()
                 ),
             });
         }

@@ -8,7 +8,7 @@
 use super::{bytes, floats, fnv1a, serialize};
 use crate::config::TrainConfig;
 use crate::error::FerroError;
-use crate::params::Params;
+use crate::params::{LayerParams, Params};
 use safetensors::SafeTensors;
 use std::collections::HashMap;
 
@@ -153,34 +153,38 @@ pub fn decode(data: &[u8]) -> Result<Checkpoint, String> {
         }
         Ok(v)
     };
-    let template = Params::init(&config.model, config.seed);
-    let mut flat = Vec::with_capacity(template.len());
-    for (i, l) in template.layers.iter().enumerate() {
+    let mut layers = Vec::new();
+    for (i, (fan_in, fan_out)) in config.model.layer_dims().into_iter().enumerate() {
         let w = tensor(&format!("layers.{i}.weight"))?;
         let b = tensor(&format!("layers.{i}.bias"))?;
-        if w.len() != l.w.len() || b.len() != l.b.len() {
+        if w.len() != fan_in * fan_out || b.len() != fan_out {
             return Err(format!("layers.{i} does not match the model in its config"));
         }
-        flat.extend(w);
-        flat.extend(b);
+        layers.push(LayerParams {
+            fan_in,
+            fan_out,
+            w,
+            b,
+        });
     }
+    let params = Params { layers };
     let opt = OptState {
         m: tensor("optim.m")?,
         v: tensor("optim.v")?,
         t,
     };
     for (name, v) in [("optim.m", &opt.m), ("optim.v", &opt.v)] {
-        if !(v.is_empty() || v.len() == flat.len()) {
+        if !(v.is_empty() || v.len() == params.len()) {
             return Err(format!(
                 "{name} holds {} values for {} weights",
                 v.len(),
-                flat.len()
+                params.len()
             ));
         }
     }
     Ok(Checkpoint {
         step,
-        params: template.with_flat(&flat),
+        params,
         opt,
         device: (
             meta.get("backend").cloned().unwrap_or_default(),

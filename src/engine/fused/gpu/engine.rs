@@ -195,7 +195,7 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
                  {tile} points a tile, two launches per step",
-                format!("{:?}", self.cfg.precision).to_lowercase()
+                self.cfg.precision.name()
             ));
         }
         if let Some(tile) = self.tile() {

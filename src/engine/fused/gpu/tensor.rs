@@ -60,7 +60,7 @@ fn operand(p: Precision) -> Option<FloatKind> {
 /// why the device does not run it.
 pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> Result<usize> {
     let fail = |reason: String| FerroError::OutsideEnvelope { reason };
-    let p = format!("{:?}", cfg.precision).to_lowercase();
+    let p = cfg.precision.name();
     let kind = operand(cfg.precision).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
     let shape = Shape::of(cfg);
     if !takes(&shape) {
