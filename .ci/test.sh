@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# The test suite, with what it needs: lavapipe (software Vulkan) so the wgpu
-# backend is exercised for real on a machine without a GPU, and Chromium for
-# the HTML report's end-to-end test. Ends with one
+# The test suite, with what it needs. It installs, when missing:
+#   - lavapipe (Debian's mesa-vulkan-drivers, from bookworm-backports on
+#     Debian 12): a software Vulkan device, so the wgpu backend is tested for
+#     real on a machine without a GPU;
+#   - Chromium (Debian's): the HTML report's end-to-end test renders the page
+#     and looks at a screenshot;
+#   - the palmerpenguins wheel (PyPI, only downloaded and unpacked into the
+#     target folder): a real public data set with text columns and `NA` cells
+#     for tests/datafiles.rs.
+# FERROFIT_NO_INSTALL=1 skips all three, for a machine whose owner provides
+# lavapipe and Chromium another way (FERROFIT_PENGUINS may then name the CSV;
+# without it, that test is reported skipped). Ends with one
 # "tests: N passed, M failed, K skipped" line summing every test binary: a
 # per-device test whose device is absent records itself in the skip log and
 # counts as skipped, not passed. Every backend this machine has is required.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash .ci/install-lavapipe.sh
-bash .ci/install-chromium.sh
+if [ "${FERROFIT_NO_INSTALL:-0}" != 1 ]; then
+  bash .ci/install-lavapipe.sh
+  bash .ci/install-chromium.sh
+  target="${CARGO_TARGET_DIR:-target}"
+  FERROFIT_PENGUINS="${FERROFIT_PENGUINS:-$(bash .ci/fetch-penguins.sh "$target/data")}"
+  export FERROFIT_PENGUINS
+fi
 log=$(mktemp)
 skips=$(mktemp)
 trap 'rm -f "$log" "$skips"' EXIT

@@ -6,12 +6,16 @@
 
 use clap::Parser;
 use ferrofit_spec::args::{DataArgs, JobArgs};
+use ferrofit_spec::columns::MissingPolicy;
+use ferrofit_spec::config::CsvSpec;
 use ferrofit_spec::config::TrainConfig;
 use ferrofit_spec::csv;
 use ferrofit_spec::files::{self, checkpoint, model};
+use ferrofit_spec::userdata;
 
-/// The CSV reader: a rectangular table of finite numbers, or a refusal naming
-/// the file.
+/// The CSV reader and the column encodings: a rectangular table whose
+/// selected columns become finite model inputs of the stated width, or a
+/// refusal naming the file (or the flag).
 pub fn csv(data: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(data) else {
         return false;
@@ -21,10 +25,38 @@ pub fn csv(data: &[u8]) -> bool {
         match csv::parse(text, "fuzz.csv", delimiter) {
             Ok(t) => {
                 accepted = true;
-                assert_eq!(t.values.len(), t.rows() * t.columns);
-                assert!(t.values.iter().all(|v| v.is_finite()));
-                if let Ok(cols) = t.select("fuzz.csv", "inputs", "0") {
-                    assert_eq!(t.gather(&cols).len(), t.rows());
+                assert_eq!(t.lines.len(), t.rows());
+                let last = t.columns - 1;
+                for r in 0..t.rows() {
+                    for c in 0..t.columns {
+                        let _ = t.cell(r, c);
+                    }
+                }
+                for missing in [MissingPolicy::Error, MissingPolicy::Drop] {
+                    let spec = CsvSpec {
+                        path: "fuzz.csv".into(),
+                        inputs: "0".into(),
+                        targets: last.to_string(),
+                        val_split: 0.25,
+                        missing,
+                        ..CsvSpec::default()
+                    };
+                    match userdata::from_table(&t, &spec, 1) {
+                        Ok(d) => {
+                            let width = d.norm.input_width();
+                            assert_eq!(d.train.x.len(), d.train.len() * width);
+                            assert_eq!(d.train.y.len(), d.train.len());
+                            assert!(d.train.len() + d.dropped <= t.rows());
+                            assert!(d.train.x.iter().chain(&d.train.y).all(|v| v.is_finite()));
+                        }
+                        Err(e) => {
+                            let e = e.to_string();
+                            assert!(
+                                e.starts_with("fuzz.csv") || e.starts_with("invalid --"),
+                                "{e}"
+                            );
+                        }
+                    }
                 }
             }
             Err(e) => assert!(e.to_string().starts_with("fuzz.csv"), "{e}"),

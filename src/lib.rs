@@ -25,5 +25,5 @@ pub mod schedule;
 pub mod trainer;
 pub mod tune;
 
-pub use ferrofit_spec::{args, config, csv, error, rng, task, userdata};
+pub use ferrofit_spec::{args, columns, config, csv, error, rng, task, userdata};
 pub use ferrofit_spec::{FerroError, Result};

@@ -1,4 +1,8 @@
-//! The `ferrofit` binary: runs the CLI and turns errors into one line and exit code 2.
+//! The `ferrofit` binary: runs the CLI and turns an error into one line and
+//! an exit status (0 ok, 1 the run or a check failed, 2 usage: a flag or an
+//! input file, 130 Ctrl-C).
+
+use ferrofit::error::{exit, FerroError};
 
 fn main() {
     ferrofit::backend::guard::install_panic_hook();
@@ -12,6 +16,10 @@ fn main() {
             }
         }
         eprintln!("error: {line}");
-        std::process::exit(2);
+        let code = e
+            .chain()
+            .find_map(|c| c.downcast_ref::<FerroError>())
+            .map_or(exit::FAILED, FerroError::exit_code);
+        std::process::exit(code);
     }
 }

@@ -58,10 +58,64 @@ pub struct RunRecord {
     /// Column names and standardisation of `--csv` data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub normalization: Option<crate::userdata::Normalization>,
+    /// Held-out rows' first target and the model's prediction of it, in the
+    /// file's units (up to [`HeldOut::MAX_ROWS`]): the report's
+    /// predicted-vs-actual and residual plots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_out: Option<HeldOut>,
+    /// `--csv` rows left out for a missing cell (`--missing drop`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_rows: usize,
     /// Checksum of the `model.safetensors` written with this record (see
     /// [`crate::save::checksum`]): the two belong together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_checksum: Option<String>,
+}
+
+/// Actual and predicted values of one target on rows the model did not train on.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HeldOut {
+    /// The target column.
+    pub target: String,
+    /// The rows are training rows (no rows were held out: `--val-split 0`).
+    #[serde(default)]
+    pub training_rows: bool,
+    pub actual: Vec<f32>,
+    pub predicted: Vec<f32>,
+}
+
+impl HeldOut {
+    /// Rows kept in a record (a scatter plot shows no more).
+    pub const MAX_ROWS: usize = 2000;
+
+    /// The first target of `data` (model units) against `p`'s predictions,
+    /// both in the file's units.
+    pub fn of(
+        p: &Params,
+        act: crate::config::Activation,
+        data: &crate::task::Dataset,
+        norm: &crate::userdata::Normalization,
+    ) -> HeldOut {
+        let rows = data.len().min(Self::MAX_ROWS);
+        let x = &data.x[..rows * data.inputs];
+        let (mut predicted, mut actual) = (
+            crate::model::reference::predict(p, act, x),
+            data.y[..rows * data.outputs].to_vec(),
+        );
+        norm.outputs_to_file(&mut predicted);
+        norm.outputs_to_file(&mut actual);
+        let first = |v: Vec<f32>| v.into_iter().step_by(data.outputs.max(1)).collect();
+        HeldOut {
+            target: norm.targets.first().cloned().unwrap_or_default(),
+            training_rows: false,
+            actual: first(actual),
+            predicted: first(predicted),
+        }
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl RunRecord {
@@ -93,6 +147,8 @@ impl RunRecord {
             loss_curve: o.curve,
             validation_loss: None,
             normalization: None,
+            dropped_rows: 0,
+            held_out: None,
             model_checksum: None,
         }
     }

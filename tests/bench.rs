@@ -30,6 +30,7 @@ fn row(name: &str, backend: &str, samples: &[f64]) -> BenchRow {
         step_seconds: vec![],
         relative: None,
         note: None,
+        warnings: Vec::new(),
     }
 }
 
@@ -88,6 +89,7 @@ fn plot_draws_loss_curves_and_a_png() {
     let mut rec = record();
     rec.rows[0].curve = (0..10)
         .map(|i| LossPoint {
+            val_loss: None,
             step: i,
             loss: 1.0 / (i + 1) as f64,
             seconds: 1e-3 * (i + 1) as f64,

@@ -127,9 +127,34 @@ fn the_page_renders_in_chromium_with_every_chart() {
         ],
         &page,
     );
-    let png = std::fs::read(&shot).expect("a screenshot was written");
-    assert!(png.len() > 10_000 && &png[1..4] == b"PNG");
     eprintln!("screenshot: {}", shot.display());
+    // What the screenshot shows: the charts' lines and bars in the palette's
+    // blue (#3182ce) and orange (#dd6b20), and text, not an empty page.
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let near = |p: &[u8], c: [u8; 3]| (0..3).all(|k| p[k].abs_diff(c[k]) < 24);
+    let (mut blue, mut orange, mut ink) = (0usize, 0usize, 0usize);
+    for p in buf[..info.buffer_size()].chunks_exact(px) {
+        blue += near(p, [0x31, 0x82, 0xce]) as usize;
+        orange += near(p, [0xdd, 0x6b, 0x20]) as usize;
+        ink += (p[0] < 96 && p[1] < 96 && p[2] < 96) as usize;
+    }
+    let total = (info.width * info.height) as usize;
+    assert!(
+        blue > 2_000,
+        "{blue} blue pixels: the series and bars are not drawn"
+    );
+    assert!(
+        orange > 300,
+        "{orange} orange pixels: the fitted curve is not drawn"
+    );
+    assert!(
+        ink > total / 500,
+        "{ink} dark pixels of {total}: no text on the page"
+    );
 }
 
 /// A 5-step CPU run into `dir/run`: its run.json's path and contents.

@@ -226,7 +226,7 @@ fn ctrl_c_writes_a_checkpoint_of_that_moment_and_stops_cleanly() {
     unsafe { libc_kill(child.id() as i32, 2) };
     let res = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&res.stderr);
-    assert_eq!(res.status.code(), Some(2), "{stderr}");
+    assert_eq!(res.status.code(), Some(130), "{stderr}");
     assert!(
         stderr.contains("Ctrl-C") && stderr.contains("--resume"),
         "{stderr}"
@@ -288,7 +288,7 @@ fn a_diverging_run_stops_within_a_step_and_keeps_only_finite_checkpoints() {
     };
     let out = dir.join("run");
     let (code, _, stderr) = diverge(&out, "1");
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("lower --lr") && stderr.contains("--clip-grad"),
         "{stderr}"
@@ -305,10 +305,10 @@ fn a_diverging_run_stops_within_a_step_and_keeps_only_finite_checkpoints() {
     // Every checkpoint kept is finite, so the resume starts from real weights.
     let (code, _, stderr) = ferrofit(&["train", "--resume", out.to_str().unwrap()]);
     assert!(stderr.contains("resuming"), "{stderr}");
-    assert_eq!(code, 2, "diverges again from the same state: {stderr}");
+    assert_eq!(code, 1, "diverges again from the same state: {stderr}");
     // Diverged before its first checkpoint: no "last good checkpoint" promised.
     let (code, _, stderr) = diverge(&dir.join("early"), "150");
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
     assert!(!stderr.contains("last good checkpoint"), "{stderr}");
     assert!(stderr.contains("before its first checkpoint"), "{stderr}");
     // The advice works: clipped Adam on the same job trains.
@@ -385,7 +385,7 @@ fn a_full_disk_or_a_read_only_folder_fails_cleanly() {
         .arg(t)
         .status()
         .unwrap();
-    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
     assert!(stderr.contains("No space left on device"), "{stderr}");
     assert_eq!(
         stderr.matches("No space left").count(),
@@ -394,6 +394,6 @@ fn a_full_disk_or_a_read_only_folder_fails_cleanly() {
     );
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
     assert!(ro, "remounting read-only");
-    assert_eq!(ro_code, 2, "{ro_stderr}");
+    assert_eq!(ro_code, 1, "{ro_stderr}");
     assert!(ro_stderr.contains("Read-only file system"), "{ro_stderr}");
 }

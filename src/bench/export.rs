@@ -16,12 +16,20 @@ use std::path::PathBuf;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchRecord {
     pub config: TrainConfig,
+    /// Timed runs a row (`--runs`; the field keeps its first name).
     pub reps: usize,
+    /// Untimed runs before them (records from before `--warmup` had one).
+    #[serde(default = "one")]
+    pub warmup: usize,
     pub baseline: String,
     pub adapters: Inventory,
     pub versions: Versions,
     pub rows: Vec<BenchRow>,
     pub skipped: Vec<Skipped>,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl BenchRecord {
@@ -30,6 +38,7 @@ impl BenchRecord {
         BenchRecord {
             config,
             reps,
+            warmup: 1,
             baseline,
             adapters,
             versions: Versions::current(),
@@ -146,8 +155,8 @@ const HEADER: [&str; 9] = [
 /// A Markdown table (also used for the console).
 pub fn markdown(rec: &BenchRecord) -> String {
     let mut out = format!(
-        "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after a warm-up; baseline {}.\n\n",
-        rec.config.data, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.baseline
+        "Job: {} n={} hidden={}x{} {:?} lr {} steps {} precision {:?}; {} timed runs after {} warm-up; baseline {}.\n\n",
+        rec.config.data, rec.config.n, rec.config.model.hidden, rec.config.model.layers, rec.config.optimizer, rec.config.lr, rec.config.steps, rec.config.precision, rec.reps, rec.warmup, rec.baseline
     );
     if let Some(t) = rec.config.run.target_loss {
         out += &format!(

@@ -1,8 +1,8 @@
-//! Measuring one row: a warm-up run, R timed runs (the loss read back only at
+//! Measuring one row: W warm-up runs, R timed runs (the loss read back only at
 //! the end, so no per-step host round trip), and one run that waits for the
 //! device after every step to expose per-step latency (jitter).
 
-use super::stats::Summary;
+use super::stats::{fmt_time, outliers, percentile, Summary};
 use super::BenchRow;
 use crate::config::TrainConfig;
 use crate::engine::run::TrainOutcome;
@@ -19,11 +19,19 @@ impl<F: FnMut(&TrainConfig) -> Result<TrainOutcome>> Trainer for F {
     }
 }
 
-/// Warms up, repeats `reps` times, then measures per-step latency.
+/// How many runs a row takes: `warmup` untimed (compilation, caches,
+/// clocks), then `runs` timed.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    pub warmup: usize,
+    pub runs: usize,
+}
+
+/// Warms up, repeats `plan.runs` times, then measures per-step latency.
 pub fn measure(
     trainer: &mut dyn Trainer,
     cfg: &TrainConfig,
-    reps: usize,
+    plan: Plan,
     name: &str,
     backend: &str,
     device: &str,
@@ -34,13 +42,19 @@ pub fn measure(
     if cfg.run.target_loss.is_none() {
         quiet.run.log_every = cfg.steps;
     }
-    let warm = trainer.run(&quiet)?;
+    let mut first_step = None;
+    for _ in 0..plan.warmup {
+        let o = trainer.run(&quiet)?;
+        first_step.get_or_insert(o.first_step_seconds);
+    }
+    let reps = plan.runs;
     let mut samples = Vec::with_capacity(reps);
     let mut losses = Vec::with_capacity(reps);
     let mut steps_taken = Vec::with_capacity(reps);
     let mut reached = true;
     for _ in 0..reps {
         let o = trainer.run(&quiet)?;
+        first_step.get_or_insert(o.first_step_seconds);
         samples.push(o.train_seconds);
         losses.push(o.final_loss);
         steps_taken.push(o.steps);
@@ -55,7 +69,7 @@ pub fn measure(
         ..cfg.clone()
     };
     let lat = trainer.run(&every)?;
-    let steps: Vec<f64> = lat
+    let step_times: Vec<f64> = lat
         .curve
         .windows(2)
         .map(|w| w[1].seconds - w[0].seconds)
@@ -63,23 +77,57 @@ pub fn measure(
     let summary = Summary::of(&samples);
     losses.sort_by(|a, b| a.total_cmp(b));
     let final_loss = losses.get(losses.len() / 2).copied().unwrap_or(f64::NAN);
+    let steps = steps_taken.get(steps_taken.len() / 2).copied().unwrap_or(0);
+    let warnings = doubts(&samples, &step_times);
     Ok(BenchRow {
         name: name.into(),
         backend: backend.into(),
         device: device.into(),
-        throughput: cfg.points_per_step() as f64 * warm.steps as f64 / summary.median,
+        throughput: cfg.points_per_step() as f64 * steps as f64 / summary.median,
         samples,
         summary,
-        step_latency: (!steps.is_empty()).then(|| Summary::of(&steps)),
-        step_seconds: steps.clone(),
-        first_step_seconds: Some(warm.first_step_seconds),
+        step_latency: (!step_times.is_empty()).then(|| Summary::of(&step_times)),
+        step_seconds: step_times,
+        first_step_seconds: first_step,
         final_loss,
         reached_target: cfg.run.target_loss.is_some() && reached,
-        steps: steps_taken.get(steps_taken.len() / 2).copied().unwrap_or(0),
+        steps,
         curve: lat.curve,
         relative: None,
         note: None,
+        warnings,
     })
+}
+
+/// Outliers among the timed runs and the step times, as hyperfine reports
+/// them: a number the table's median hides, and what to do about it.
+fn doubts(samples: &[f64], steps: &[f64]) -> Vec<String> {
+    let mut out = Vec::new();
+    let k = outliers(samples);
+    if k > 0 {
+        out.push(format!(
+            "{k} of {} timed runs are statistical outliers (median {}, max {}): rerun on a quiet system, warm up longer (--warmup) or rest between rows (--cooldown)",
+            samples.len(),
+            fmt_time(percentile_of(samples, 0.5)),
+            fmt_time(samples.iter().copied().fold(f64::NAN, f64::max))
+        ));
+    }
+    let k = outliers(steps);
+    if k > 0 {
+        out.push(format!(
+            "{k} of {} step times are statistical outliers (p50 {}, max {}): stalls of the device or the host between steps; the step CV counts them",
+            steps.len(),
+            fmt_time(percentile_of(steps, 0.5)),
+            fmt_time(steps.iter().copied().fold(f64::NAN, f64::max))
+        ));
+    }
+    out
+}
+
+fn percentile_of(xs: &[f64], q: f64) -> f64 {
+    let mut s = xs.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    percentile(&s, q)
 }
 
 #[cfg(test)]
@@ -98,6 +146,7 @@ mod tests {
                     .map(|s| {
                         t += if s == 5 { 0.03 } else { 0.01 };
                         LossPoint {
+                            val_loss: None,
                             step: s,
                             loss: 1.0,
                             seconds: t,
@@ -106,6 +155,7 @@ mod tests {
                     .collect()
             } else {
                 vec![LossPoint {
+                    val_loss: None,
                     step: cfg.steps - 1,
                     loss: 0.5,
                     seconds: k as f64,
@@ -131,7 +181,8 @@ mod tests {
             steps: 11,
             ..TrainConfig::default()
         };
-        let row = measure(&mut mock(), &cfg, 3, "ferrofit fused", "cpu", "test").unwrap();
+        let plan = Plan { warmup: 1, runs: 3 };
+        let row = measure(&mut mock(), &cfg, plan, "ferrofit fused", "cpu", "test").unwrap();
         // Run 1 is the warm-up; the timed runs took 2, 3 and 4 s.
         assert_eq!(row.samples, vec![2.0, 3.0, 4.0]);
         assert_eq!(
@@ -144,5 +195,16 @@ mod tests {
         let lat = row.step_latency.unwrap();
         assert_eq!(lat.runs, 10);
         assert!((lat.median - 0.01).abs() < 1e-12 && (lat.max - 0.03).abs() < 1e-12);
+        // Three warm-up runs: the timed ones are runs 4, 5 and 6.
+        let plan = Plan { warmup: 3, runs: 3 };
+        let row = measure(&mut mock(), &cfg, plan, "ferrofit fused", "cpu", "test").unwrap();
+        assert_eq!(row.samples, vec![4.0, 5.0, 6.0]);
+        // The 30 ms step among 10 ms ones is an outlier, and said so.
+        assert_eq!(row.warnings.len(), 1, "{:?}", row.warnings);
+        assert!(
+            row.warnings[0].starts_with("1 of 10 step times"),
+            "{:?}",
+            row.warnings
+        );
     }
 }

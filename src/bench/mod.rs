@@ -41,6 +41,9 @@ pub struct BenchRow {
     /// Times faster than the baseline row, and its propagated σ.
     pub relative: Option<(f64, f64)>,
     pub note: Option<String>,
+    /// What makes these times doubtful (outliers), said beside the table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A row that could not run, and why.

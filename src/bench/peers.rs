@@ -137,6 +137,7 @@ pub fn parse(stdout: &str, cfg: &TrainConfig) -> (Vec<BenchRow>, Vec<Skipped>) {
             step_seconds: vec![],
             relative: None,
             note: None,
+            warnings: Vec::new(),
         });
     }
     (rows, skipped)

@@ -1,5 +1,6 @@
 //! Statistics a benchmarker trusts: median, mean ± σ, min … max, percentiles,
-//! coefficient of variation, and relative speed with σ propagated.
+//! coefficient of variation, relative speed with σ propagated, and outliers
+//! counted as hyperfine counts them (modified Z-score).
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,32 @@ pub fn relative_speed(baseline: &Summary, row: &Summary) -> (f64, f64) {
     (ratio, ratio * rel)
 }
 
+/// Modified Z-score beyond which a sample is an outlier (hyperfine's).
+pub const OUTLIER_Z: f64 = 14.826;
+
+/// How many of `samples` are outliers: modified Z-score |x − median| /
+/// (1.4826 · MAD) beyond [`OUTLIER_Z`]. Robust where σ is not: a stall does
+/// not hide itself by inflating the spread it is measured against. The
+/// spread is taken as at least a millionth of the median, so samples that
+/// are equal but for rounding (a MAD of 0) do not count.
+pub fn outliers(samples: &[f64]) -> usize {
+    let mut s = samples.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let median = percentile(&s, 0.5);
+    let mut dev: Vec<f64> = s.iter().map(|x| (x - median).abs()).collect();
+    dev.sort_by(|a, b| a.total_cmp(b));
+    let sigma = (1.4826 * percentile(&dev, 0.5)).max(median.abs() * 1e-6);
+    dev.iter()
+        .filter(|&&d| {
+            if sigma > 0.0 {
+                d / sigma > OUTLIER_Z
+            } else {
+                d > 0.0
+            }
+        })
+        .count()
+}
+
 /// A duration in the unit that reads best (µs, ms or s).
 pub fn fmt_time(s: f64) -> String {
     if !s.is_finite() {
@@ -114,6 +141,21 @@ mod tests {
         let (r, sigma) = relative_speed(&base, &fast);
         assert_eq!(r, 2.0);
         assert!((sigma - 2.0 * (0.01f64 + 0.01).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn outliers_are_counted_robustly() {
+        let mut steps = vec![1.0e-4; 50];
+        steps
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x += i as f64 * 1e-7);
+        assert_eq!(outliers(&steps), 0);
+        steps.push(1.4e-3);
+        steps.push(2.0e-3);
+        assert_eq!(outliers(&steps), 2);
+        assert_eq!(outliers(&[1.0, 1.0, 1.0, 3.0]), 1);
+        assert_eq!(outliers(&[]), 0);
     }
 
     #[test]

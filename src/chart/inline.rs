@@ -107,25 +107,69 @@ pub fn lines(
     s + "</svg>"
 }
 
+fn dots(xa: &Axis, ya: &Axis, data: &[(f64, f64)]) -> String {
+    data.iter()
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+        .map(|p| {
+            format!(
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.5\" fill=\"currentColor\" fill-opacity=\"0.35\"/>",
+                px(xa, p.0),
+                py(ya, p.1)
+            )
+        })
+        .collect()
+}
+
+fn polyline(xa: &Axis, ya: &Axis, pts: &[(f64, f64)], color: &str) -> String {
+    let path: Vec<String> = pts
+        .iter()
+        .map(|p| format!("{:.1},{:.1}", px(xa, p.0), py(ya, p.1)))
+        .collect();
+    format!(
+        "<polyline class=\"series\" points=\"{}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>",
+        path.join(" ")
+    )
+}
+
 /// Scatter of `data` points with a fitted curve on top.
 pub fn fit(id: &str, title: &str, data: &[(f64, f64)], curve: &[(f64, f64)]) -> String {
     let xa = Axis::over(data.iter().chain(curve).map(|p| p.0), false, Unit::Plain);
     let ya = Axis::over(data.iter().chain(curve).map(|p| p.1), false, Unit::Plain);
-    let px = |x: f64| px(&xa, x);
-    let py = |y: f64| py(&ya, y);
-    let mut s = frame(id, title, &xa, &ya, ("x", "y"));
-    for p in data {
-        s += &format!("<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.5\" fill=\"currentColor\" fill-opacity=\"0.35\"/>", px(p.0), py(p.1));
-    }
-    let path: Vec<String> = curve
-        .iter()
-        .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
-        .collect();
-    s + &format!(
-        "<polyline class=\"series\" points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/></svg>",
-        path.join(" "),
-        PALETTE[1]
-    )
+    frame(id, title, &xa, &ya, ("x", "y"))
+        + &dots(&xa, &ya, data)
+        + &polyline(&xa, &ya, curve, PALETTE[1])
+        + "</svg>"
+}
+
+/// Predicted against actual values: the points, and the diagonal where a
+/// perfect model's would lie (both axes over the same range).
+pub fn predicted_vs_actual(id: &str, title: &str, pts: &[(f64, f64)], target: &str) -> String {
+    let all = || pts.iter().flat_map(|p| [p.0, p.1]);
+    let xa = Axis::over(all(), false, Unit::Plain);
+    let ya = Axis::over(all(), false, Unit::Plain);
+    let diagonal = [(xa.lo, xa.lo), (xa.hi, xa.hi)];
+    let titles = (format!("actual {target}"), format!("predicted {target}"));
+    frame(id, title, &xa, &ya, (&titles.0, &titles.1))
+        + &polyline(&xa, &ya, &diagonal, PALETTE[1])
+        + &dots(&xa, &ya, pts)
+        + "</svg>"
+}
+
+/// Residuals (predicted − actual) against the prediction, with the zero line:
+/// a trend or a funnel here is what a model left unexplained.
+pub fn residuals(id: &str, title: &str, pts: &[(f64, f64)], target: &str) -> String {
+    let res: Vec<(f64, f64)> = pts.iter().map(|&(a, p)| (p, p - a)).collect();
+    let xa = Axis::over(res.iter().map(|p| p.0), false, Unit::Plain);
+    let ya = Axis::over(res.iter().map(|p| p.1).chain([0.0]), false, Unit::Plain);
+    let zero = [(xa.lo, 0.0), (xa.hi, 0.0)];
+    let titles = (
+        format!("predicted {target}"),
+        "predicted − actual".to_string(),
+    );
+    frame(id, title, &xa, &ya, (&titles.0, &titles.1))
+        + &polyline(&xa, &ya, &zero, PALETTE[1])
+        + &dots(&xa, &ya, &res)
+        + "</svg>"
 }
 
 /// Horizontal bars (median) with min…max whiskers, log time axis.
@@ -224,12 +268,6 @@ pub fn histogram(id: &str, title: &str, values: &[f64], bins: usize) -> String {
             (bw - 1.0).max(0.5),
             (H - B - y).max(0.0),
             PALETTE[0]
-        );
-    }
-    if outside > 0 {
-        s += &format!(
-            "<text x=\"{}\" y=\"26\" font-size=\"11\" text-anchor=\"end\" fill=\"currentColor\">{outside} outlying step(s) beyond the axis, not drawn</text>",
-            W - R - 6.0
         );
     }
     if outside > 0 {

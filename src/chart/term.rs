@@ -94,6 +94,7 @@ mod tests {
     fn loss_chart_has_the_size_asked_and_marks_every_point() {
         let curve: Vec<LossPoint> = (0..10)
             .map(|i| LossPoint {
+                val_loss: None,
                 step: i,
                 loss: 1.0 / (i + 1) as f64,
                 seconds: 0.0,

@@ -1,13 +1,15 @@
 //! `ferrofit bench`: the job on every backend and device this machine has (or
 //! those named), each row warmed up and repeated, plus PyTorch/JAX peers.
 
+use super::log::note;
 use super::train::JobArgs;
 use crate::backend::devices::Inventory;
 use crate::backend::select::Target;
 use crate::backend::{select, Backend, BackendKind};
 use crate::bench::export::{markdown, BenchRecord, Exports};
 use crate::bench::history::{self, History};
-use crate::bench::{measure, peers, set_relative, Skipped};
+use crate::bench::measure::{self, Plan};
+use crate::bench::{peers, set_relative, Skipped};
 use crate::config::{EngineKind, TrainConfig};
 use crate::engine::run::TrainOutcome;
 use crate::model::Params;
@@ -33,11 +35,15 @@ pub struct BenchArgs {
     /// Backends to bench (comma-separated); default: every device found.
     #[arg(long, value_enum, value_delimiter = ',')]
     backends: Vec<BackendKind>,
+    /// Engines to bench: auto (as train picks), general, fused, or both.
     #[arg(long, value_enum, default_value = "auto")]
     engine: EngineChoice,
-    /// Timed repetitions per row (after one warm-up run).
-    #[arg(long, default_value_t = 5)]
-    reps: usize,
+    /// Timed runs per row (`--reps` is the old name).
+    #[arg(long, visible_alias = "reps", default_value_t = 5)]
+    runs: usize,
+    /// Untimed runs before the timed ones (compilation, caches, clocks).
+    #[arg(long, default_value_t = 1)]
+    warmup: usize,
     /// Seconds to rest between rows (lets the device cool down).
     #[arg(long, default_value_t = 0.0)]
     cooldown: f64,
@@ -109,13 +115,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             format!("rest between 0 and {MAX_COOLDOWN} seconds between rows, e.g. --cooldown 5")
         ));
     }
-    if a.reps == 0 {
+    if a.runs == 0 {
         anyhow::bail!(crate::FerroError::arg(
-            "reps",
+            "runs",
             0,
-            "use at least 1 repetition"
+            "use at least 1 timed run"
         ));
     }
+    let plan = Plan {
+        warmup: a.warmup,
+        runs: a.runs,
+    };
     let inv = Inventory::probe();
     let targets = targets(&inv, &a.backends)?;
     let baseline = a.baseline.clone().unwrap_or_else(|| {
@@ -138,14 +148,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             &a.db.clone().unwrap_or_else(history::default_path),
         )?),
     };
-    let mut rec = BenchRecord::new(cfg.clone(), a.reps, baseline.clone(), inv.clone());
+    let mut rec = BenchRecord::new(cfg.clone(), a.runs, baseline.clone(), inv.clone());
+    rec.warmup = a.warmup;
     for (i, t) in targets.iter().enumerate() {
         for engine in engines(a.engine) {
             if i > 0 && a.cooldown > 0.0 {
                 std::thread::sleep(std::time::Duration::from_secs_f64(a.cooldown));
             }
-            eprintln!("bench: {} {:?} on {} ...", t.label(), engine, t.info.name);
-            match bench_row(t, &cfg, engine, a.reps) {
+            note!("bench: {} {:?} on {} ...", t.label(), engine, t.info.name);
+            match bench_row(t, &cfg, engine, plan) {
                 Ok(row) => rec.rows.push(row),
                 Err(e) => rec.skipped.push(Skipped {
                     name: format!("ferrofit {engine:?}").to_lowercase(),
@@ -158,7 +169,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         }
         if !a.devices.is_empty() {
             let row = select::replicas(&inv, t.backend.into(), &a.devices)
-                .and_then(|replicas| parallel_row(&replicas, &cfg, a.reps));
+                .and_then(|replicas| parallel_row(&replicas, &cfg, plan));
             match row {
                 Ok(row) => rec.rows.push(row),
                 Err(e) => rec.skipped.push(Skipped {
@@ -172,14 +183,19 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         }
     }
     if !a.peers.is_empty() {
-        eprintln!("bench: peers {} ...", a.peers.join(","));
-        let (rows, skipped) = peers::run(&a.peers, &cfg, a.reps);
+        note!("bench: peers {} ...", a.peers.join(","));
+        let (rows, skipped) = peers::run(&a.peers, &cfg, a.runs);
         rec.rows.extend(rows);
         rec.skipped.extend(skipped);
         set_relative(&mut rec.rows, &baseline);
         exports.write(&rec)?;
     }
     print!("{}", markdown(&rec));
+    for r in &rec.rows {
+        for w in &r.warnings {
+            eprintln!("warning: {} on {}: {w}", r.name, r.backend);
+        }
+    }
     if a.plot.as_ref().is_some_and(|p| p.as_os_str() == "-") {
         let bars: Vec<(String, f64)> = rec
             .rows
@@ -227,7 +243,7 @@ fn targets(inv: &Inventory, wanted: &[BackendKind]) -> anyhow::Result<Vec<Target
 /// A progress bar on a terminal, hidden otherwise.
 fn row_bar(len: u64, msg: &str) -> indicatif::ProgressBar {
     use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
+    if !std::io::stderr().is_terminal() || super::log::quiet() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(len);
@@ -245,7 +261,7 @@ fn bench_row(
     t: &Target,
     cfg: &TrainConfig,
     want: EngineKind,
-    reps: usize,
+    plan: Plan,
 ) -> crate::Result<crate::bench::BenchRow> {
     let (engine, note) = choose_engine(t, cfg, want)?;
     let name = format!(
@@ -256,7 +272,7 @@ fn bench_row(
             "general"
         }
     );
-    let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, reps, |c| {
+    let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, plan, |c| {
         Trainer::new(c.clone(), t.clone())
             .engine(engine)
             .run()
@@ -273,16 +289,17 @@ fn timed_row(
     backend: &str,
     device: &str,
     cfg: &TrainConfig,
-    reps: usize,
+    plan: Plan,
     mut run: impl FnMut(&TrainConfig) -> crate::Result<TrainOutcome>,
 ) -> crate::Result<crate::bench::BenchRow> {
-    let bar = row_bar(reps as u64 + 2, &format!("{name} on {backend}"));
+    let runs = plan.warmup + plan.runs + 1;
+    let bar = row_bar(runs as u64, &format!("{name} on {backend}"));
     let mut trainer = |c: &TrainConfig| {
         let r = run(c);
         bar.inc(1);
         r
     };
-    let row = measure::measure(&mut trainer, cfg, reps, name, backend, device);
+    let row = measure::measure(&mut trainer, cfg, plan, name, backend, device);
     bar.finish_and_clear();
     row
 }
@@ -291,7 +308,7 @@ fn timed_row(
 fn parallel_row(
     replicas: &[Target],
     cfg: &TrainConfig,
-    reps: usize,
+    plan: Plan,
 ) -> crate::Result<crate::bench::BenchRow> {
     let Some(first) = replicas.first() else {
         return Err(crate::FerroError::arg(
@@ -302,11 +319,11 @@ fn parallel_row(
     };
     let name = format!("ferrofit fused x{}", replicas.len());
     let device = format!("{}x {}", replicas.len(), first.info.name);
-    eprintln!("bench: {name} on {} ...", first.label());
+    note!("bench: {name} on {} ...", first.label());
     // The same points and initial weights as every other row of this job.
     let data = cfg.data.generate(cfg.n, cfg.seed)?;
     let init = Params::init(&cfg.model, cfg.seed);
-    let mut row = timed_row(&name, &first.label(), &device, cfg, reps, |c| {
+    let mut row = timed_row(&name, &first.label(), &device, cfg, plan, |c| {
         Trainer::replicas(c.clone(), replicas.to_vec())
             .init(init.clone())
             .data(data.clone())

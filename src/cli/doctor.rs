@@ -1,6 +1,7 @@
 //! `ferrofit doctor [--backend ...] [--lr X] [--json]`: adapters, then every
 //! check on every device; exit code 1 when a check fails, so it can gate CI.
 
+use super::log::note;
 use crate::backend::devices::Inventory;
 use crate::backend::select::{self, Target};
 use crate::backend::BackendKind;
@@ -47,7 +48,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
     let mut reports = Vec::new();
     for t in &targets {
         if !a.json {
-            eprintln!("doctor: checking {} ({}) ...", t.label(), t.info.name);
+            note!("doctor: checking {} ({}) ...", t.label(), t.info.name);
         }
         reports.push(DeviceReport {
             backend: t.label(),

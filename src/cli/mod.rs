@@ -1,9 +1,12 @@
-//! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor`, `tune`
-//! and `report`.
+//! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor`, `tune`,
+//! `report` and `completions`; `-q`/`-v` for every command, `--config FILE`
+//! for those that take a job.
 
 mod bench;
+mod config_file;
 mod devices;
 mod doctor;
+pub(crate) mod log;
 mod predict;
 mod progress;
 mod report;
@@ -14,10 +17,16 @@ use clap::{Parser, Subcommand};
 
 /// Train small neural networks on any GPU or the CPU, and measure it.
 #[derive(Parser, Debug)]
-#[command(name = "ferrofit", version, about)]
+#[command(name = "ferrofit", version, about, args_override_self = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// Say more: -v the libraries' info logs (Burn, CubeCL, wgpu), -vv debug, -vvv trace (RUST_LOG overrides).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Say only the result, warnings and errors: no progress, no notes.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
 }
 
 /// Subcommands.
@@ -37,12 +46,25 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Search for the fastest configuration that reaches the job's loss; cache it for `train --tuned`.
     Tune(Box<tune::TuneArgs>),
+    /// Print a shell completion script: `ferrofit completions bash > ~/.local/share/bash-completion/completions/ferrofit`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
-/// Parses the process arguments and runs the command.
+/// Parses the process arguments (with any `--config FILE` read in) and runs the command.
 pub fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let args = config_file::expand(std::env::args_os().collect())?;
+    let cli = Cli::parse_from(args);
+    log::init(cli.verbose, cli.quiet);
     match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "ferrofit", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Devices(a) => devices::run(a),
         Command::Train(a) => train::run(*a),
         Command::Bench(a) => bench::run(*a),
@@ -62,5 +84,21 @@ mod tests {
     #[test]
     fn every_command_line_is_consistent() {
         super::Cli::command().debug_assert();
+    }
+
+    /// `--help` describes every flag of every command.
+    #[test]
+    fn every_flag_is_described() {
+        let cli = super::Cli::command();
+        let mut bare = Vec::new();
+        for cmd in cli.get_subcommands() {
+            for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+                let id = arg.get_id().as_str();
+                if arg.get_help().is_none() && !matches!(id, "help" | "version") {
+                    bare.push(format!("{} --{id}", cmd.get_name()));
+                }
+            }
+        }
+        assert!(bare.is_empty(), "flags without a description: {bare:?}");
     }
 }

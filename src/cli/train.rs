@@ -1,6 +1,7 @@
 //! `ferrofit train`: every knob of the job, a progress display, a
 //! summary (or one JSON object), and `--out DIR` with the model and run record.
 
+use super::log::note;
 use super::progress::Display;
 use crate::backend::devices::Inventory;
 use crate::backend::{select, BackendKind};
@@ -95,7 +96,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
                 ));
             }
             let m = &c.config.model;
-            eprintln!(
+            note!(
                 "resuming {} from {} (step {} of {}): {}, n={}, hidden={}x{}, {:?}, lr {}, seed {}",
                 dir.display(),
                 checkpoint::file(&checkpoint::folder(dir), c.step).display(),
@@ -127,6 +128,13 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         crate::config::Data::Task(_) => None,
     };
     if let Some(u) = &user {
+        if u.dropped > 0 {
+            note!(
+                "left out {} of {} rows for a missing cell (--missing drop)",
+                u.dropped,
+                u.dropped + u.train.len() + u.val.as_ref().map_or(0, |v| v.len())
+            );
+        }
         cfg.n = u.train.len();
         cfg.model.inputs = u.train.inputs;
         cfg.model.outputs = u.train.outputs;
@@ -148,7 +156,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         let path = a.tune_cache.clone().unwrap_or_else(cache::default_path);
         let entry = cache::lookup(&path, &cache::key(&target.label(), &target.info, &cfg))?;
         if !a.json {
-            eprintln!(
+            note!(
                 "tuned: {} ({} steps to loss {:.5})",
                 entry.candidate.label(),
                 entry.steps,
@@ -159,7 +167,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         engine = entry.candidate.engine;
     }
     if !a.json {
-        eprintln!(
+        note!(
             "training {} (n={}, hidden={}x{}, {:?}, lr {}) on {} [{}]",
             cfg.data,
             cfg.n,
@@ -171,7 +179,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             target.info.name
         );
     }
-    let mut display = Display::new(cfg.steps, a.json);
+    let mut display = Display::new(cfg.steps, a.json || super::log::quiet());
     let checkpoints = out
         .as_ref()
         .filter(|_| cfg.run.checkpoint_every.is_some() || resume.is_some())
@@ -179,12 +187,21 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     if checkpoints.is_some() {
         crate::interrupt::install();
     }
+    if cfg.run.patience.is_some() && !a.devices.is_empty() {
+        anyhow::bail!(crate::FerroError::arg(
+            "patience",
+            cfg.run.patience.unwrap_or(0),
+            "early stopping runs on one device: leave out --devices"
+        ));
+    }
     let mut trainer = if a.devices.is_empty() {
         Trainer::new(cfg.clone(), target.clone()).engine(engine)
     } else {
         Trainer::replicas(cfg.clone(), select::replicas(&inv, kind, &a.devices)?)
     };
-    trainer = trainer.data(user.as_ref().map(|u| u.train.clone()));
+    trainer = trainer
+        .data(user.as_ref().map(|u| u.train.clone()))
+        .validation(user.as_ref().and_then(|u| u.val.clone()));
     if let Some(c) = resume {
         trainer = trainer.resume(c);
     }
@@ -194,26 +211,36 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let result = trainer.progress(&mut display).run();
     display.finish();
     let r = match result {
+        // Said with more, keeping the error (and its exit status) as the cause.
         Err(e @ crate::FerroError::Diverged { .. }) => match &checkpoints {
-            Some(dir) if checkpoint::any(dir) => anyhow::bail!(
-                "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
-                dir.display()
-            ),
-            Some(_) => anyhow::bail!(
-                "{e}. It diverged before its first checkpoint, so there is none to resume"
-            ),
+            Some(dir) if checkpoint::any(dir) => {
+                let more = format!(
+                    "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
+                    dir.display()
+                );
+                return Err(anyhow::Error::new(e).context(more));
+            }
+            Some(_) => {
+                let more = format!(
+                    "{e}. It diverged before its first checkpoint, so there is none to resume"
+                );
+                return Err(anyhow::Error::new(e).context(more));
+            }
             None => anyhow::bail!(e),
         },
         // A backend failure (a bug in ferrofit is `Bug`, never this) at a
         // large N may be a size limit: the probe tells, by a smaller N that runs.
         Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
             // Perhaps too large for the device: find what fits and say so.
-            eprintln!("training failed; probing the largest N this device takes ...");
+            note!("training failed; probing the largest N this device takes ...");
             match crate::trainer::probe::on_target(&target, &cfg) {
-                Some(l) if l.fits > 0 && l.size_limit => anyhow::bail!(
-                    "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
-                    target.label(), l.fits, l.fits
-                ),
+                Some(l) if l.fits > 0 && l.size_limit => {
+                    let more = format!(
+                        "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
+                        target.label(), l.fits, l.fits
+                    );
+                    return Err(anyhow::Error::new(e).context(more));
+                }
                 _ => anyhow::bail!(e),
             }
         }
@@ -233,6 +260,11 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             .as_ref()
             .map(|v| reference::loss_and_grad(&r.params, v, cfg.model.activation, cfg.loss).0);
         record.normalization = Some(u.norm.clone());
+        record.dropped_rows = u.dropped;
+        let rows = u.val.as_ref().unwrap_or(&u.train);
+        let mut held = crate::record::HeldOut::of(&r.params, cfg.model.activation, rows, &u.norm);
+        held.training_rows = u.val.is_none();
+        record.held_out = Some(held);
     }
     if let Some(dir) = &out {
         record.save(dir, &r.params)?;
@@ -240,8 +272,23 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     if a.json {
         println!("{}", serde_json::to_string(&record)?);
     } else {
-        if let Some(note) = &record.engine_note {
-            eprintln!("engine: {:?} ({note})", record.engine);
+        if let Some(n) = &record.engine_note {
+            note!("engine: {:?} ({n})", record.engine);
+        }
+        if let Some(k) = cfg.run.patience {
+            if record.steps < cfg.steps && !record.reached_target {
+                let best = record
+                    .loss_curve
+                    .iter()
+                    .filter_map(|p| p.val_loss.map(|v| (v, p.step)))
+                    .min_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some((v, step)) = best {
+                    println!(
+                        "stopped early: the validation loss has not improved for {k} log points (best {v:.6} at step {}; the last weights are kept)",
+                        step + 1
+                    );
+                }
+            }
         }
         println!(
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",

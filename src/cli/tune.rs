@@ -3,6 +3,7 @@
 //! to the target loss on one device, prints the best configurations and caches
 //! the winner for `ferrofit train --tuned`.
 
+use super::log::note;
 use super::train::JobArgs;
 use crate::backend::devices::Inventory;
 use crate::backend::{select, BackendKind};
@@ -18,8 +19,10 @@ use std::time::Instant;
 /// Arguments of `tune`.
 #[derive(Args, Debug)]
 pub struct TuneArgs {
+    /// Backend: auto picks CUDA, then a discrete GPU, then an integrated GPU, then the CPU.
     #[arg(long, value_enum, default_value = "auto")]
     backend: BackendKind,
+    /// Device index within the backend (see `ferrofit devices`).
     #[arg(long)]
     device: Option<usize>,
     /// Search time: `60s`, `2m`, or plain seconds.
@@ -69,7 +72,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
             choose_engine(&target, &half, EngineKind::Fused).is_ok()
         },
     };
-    eprintln!(
+    note!(
         "tune: {} n={} on {} [{}], budget {}",
         cfg.data,
         cfg.n,
@@ -85,7 +88,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
             .run()
             .map(|r| r.outcome);
         if let Ok(o) = &r {
-            eprintln!(
+            note!(
                 "  run {trial_no:>3}: {:<48} {} {}",
                 crate::tune::candidates::Candidate::of(c, engine).label(),
                 fmt_time(o.train_seconds),

@@ -6,7 +6,9 @@ use super::{Engine, FlatEngine, StepEngine};
 use crate::batches::BatchPlan;
 use crate::config::TrainConfig;
 use crate::error::{FerroError, Result};
+use crate::model::reference;
 use crate::schedule::lr_at;
+use crate::task::Dataset;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -18,6 +20,9 @@ pub struct LossPoint {
     pub loss: f64,
     /// Seconds since training started.
     pub seconds: f64,
+    /// Loss on the held-out rows at this step (`--csv` data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_loss: Option<f64>,
 }
 
 /// What a training run produced.
@@ -57,6 +62,8 @@ pub struct Control {
     pub checkpoints: Option<PathBuf>,
     /// Backend name and device index, recorded in checkpoints.
     pub device: (String, usize),
+    /// Held-out rows whose loss each log point records (and `patience` watches).
+    pub validation: Option<Dataset>,
 }
 
 /// Waits until everything queued while the engine was built (the data set's
@@ -114,6 +121,8 @@ pub fn train(
     // Skipped steps in a row (f16 loss scaling); a skip excuses a non-finite
     // loss for its own step only, and a long run of them is divergence.
     let mut skips_in_a_row = 0;
+    // Early stopping: the best validation loss and log points since it.
+    let (mut best_val, mut since_best) = (f64::INFINITY, 0usize);
     ready(engine.step())?;
     let start = Instant::now();
     for step in ctl.start_step..cfg.steps {
@@ -172,12 +181,32 @@ pub fn train(
                     value: l as f32,
                 });
             }
+            let seconds = start.elapsed().as_secs_f64();
+            let val_loss = match &ctl.validation {
+                Some(v) => {
+                    let p = e.params()?;
+                    Some(reference::loss_and_grad(&p, v, cfg.model.activation, cfg.loss).0)
+                }
+                None => None,
+            };
             curve.push(LossPoint {
+                val_loss,
                 step,
                 loss: l,
-                seconds: start.elapsed().as_secs_f64(),
+                seconds,
             });
             loss = Some(l);
+            if let Some(v) = val_loss {
+                if v < best_val {
+                    (best_val, since_best) = (v, 0);
+                } else {
+                    since_best += 1;
+                }
+            }
+            if cfg.run.patience.is_some_and(|k| since_best >= k) {
+                progress.update(step, loss);
+                break;
+            }
             let out_of_time = cfg
                 .run
                 .max_seconds

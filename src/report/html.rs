@@ -149,7 +149,12 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
         .iter()
         .map(|p| (p.step as f64 + 1.0, p.loss))
         .collect();
-    let label = format!("{} · {:?} engine", v.backend, v.engine);
+    let label = format!("training · {} · {:?} engine", v.backend, v.engine);
+    let val: Vec<(f64, f64)> = v
+        .loss_curve
+        .iter()
+        .filter_map(|p| p.val_loss.map(|l| (p.step as f64 + 1.0, l)))
+        .collect();
     let mut out = format!(
         "<h2 id=\"train-{i}\">Training run: {}</h2><p>{}</p><p class=\"muted\">{}</p>\
          <table><tr><th>final loss</th><th>validation loss</th><th>steps</th><th>time</th><th>steps/s</th><th>first step</th></tr>\
@@ -171,14 +176,50 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
         v.steps_per_second,
         fmt_time(v.first_step_seconds),
     );
+    let mut series = vec![(label, curve)];
+    let title = if val.is_empty() {
+        "training loss by step (log–log)"
+    } else {
+        series.push(("validation (held-out rows)".to_string(), val));
+        "training and validation loss by step (log–log)"
+    };
     out += &svg::lines(
         &format!("loss-{i}"),
-        "training loss by step (log–log)",
-        &[(label, curve)],
+        title,
+        &series,
         (true, true),
         (Unit::Plain, Unit::Plain),
-        ("step", "training loss"),
+        ("step", "loss (standardised units for --csv data)"),
     );
+    if let Some(h) = &v.held_out {
+        let pts: Vec<(f64, f64)> = h
+            .actual
+            .iter()
+            .zip(&h.predicted)
+            .map(|(&a, &p)| (a as f64, p as f64))
+            .collect();
+        let rows = if h.training_rows {
+            "training rows (none held out)"
+        } else {
+            "held-out rows"
+        };
+        out += &svg::predicted_vs_actual(
+            &format!("pred-{i}"),
+            &format!(
+                "predicted against actual {}, {} {rows}",
+                h.target,
+                pts.len()
+            ),
+            &pts,
+            &h.target,
+        );
+        out += &svg::residuals(
+            &format!("resid-{i}"),
+            &format!("residuals of {}, {} {rows}", h.target, pts.len()),
+            &pts,
+            &h.target,
+        );
+    }
     if let Some(fitted) = model.and_then(|m| fit_chart(i, v, m)) {
         out += &fitted;
     }

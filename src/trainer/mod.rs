@@ -46,6 +46,7 @@ pub struct Trainer<'p> {
     want: EngineKind,
     init: Option<Params>,
     data: Option<Dataset>,
+    validation: Option<Dataset>,
     resume: Option<Checkpoint>,
     checkpoints: Option<PathBuf>,
     progress: Option<&'p mut (dyn Progress + Send)>,
@@ -71,6 +72,7 @@ impl<'p> Trainer<'p> {
             want: EngineKind::Auto,
             init: None,
             data: None,
+            validation: None,
             resume: None,
             checkpoints: None,
             progress: None,
@@ -93,6 +95,13 @@ impl<'p> Trainer<'p> {
     /// keeps the task's.
     pub fn data(mut self, data: impl Into<Option<Dataset>>) -> Self {
         self.data = data.into();
+        self
+    }
+
+    /// Held-out rows: their loss is recorded at each log point (read back
+    /// from the device, computed in f64), and `cfg.run.patience` stops on it.
+    pub fn validation(mut self, data: impl Into<Option<Dataset>>) -> Self {
+        self.validation = data.into();
         self
     }
 
@@ -186,6 +195,7 @@ impl<'p> Trainer<'p> {
             start_step: self.resume.as_ref().map_or(0, |c| c.step),
             checkpoints: self.checkpoints.clone(),
             device: (target.label(), target.info.index),
+            validation: self.validation.clone(),
         }
     }
 

@@ -183,6 +183,7 @@ fn replica(
             }
             if log {
                 curve.push(LossPoint {
+                    val_loss: None,
                     step,
                     loss,
                     seconds: start.elapsed().as_secs_f64(),

@@ -264,6 +264,7 @@ mod tests {
                 steps_per_second: 1.0 / per_step,
                 first_step_seconds: per_step,
                 curve: vec![LossPoint {
+                    val_loss: None,
                     step: steps,
                     loss: 0.01,
                     seconds: secs,

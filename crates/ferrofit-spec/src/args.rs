@@ -2,86 +2,106 @@
 //! parses them, [`JobArgs::config`] turns them into a [`TrainConfig`]. Kept here,
 //! beside the configuration, so the fuzz target can drive the real parser.
 
+use crate::columns::{Missing, MissingPolicy, DEFAULT_MARKERS};
 use crate::config::{
     Activation, CsvSpec, Data, KernelKnobs, Loss, ModelSpec, OptimizerKind, Precision, RunControl,
     Schedule, TrainConfig,
 };
 use crate::task::Task;
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 /// The job's knobs, shared by `train` and `bench`; defaults are the seed job (y = x² + 0.3·U(0,1), N = 1e6, 1-10-1 ReLU, SGD, 100 full-batch steps).
 #[derive(Args, Debug, Clone)]
 pub struct JobArgs {
+    /// Read flags from FILE: TOML whose keys are flag names (`hidden = 64`),
+    /// or an earlier run's run.json; flags on the command line win.
+    #[arg(long, value_name = "FILE", help_heading = "Job")]
+    config: Option<std::path::PathBuf>,
     /// Built-in target function (x2-noise is the seed job's: y = x² + 0.3·U(0,1)).
-    #[arg(long, value_enum, default_value = "x2-noise")]
+    #[arg(long, value_enum, default_value = "x2-noise", help_heading = "Job")]
     task: Task,
     /// Number of points (an integer, or written like 1e6 or 2.5e5).
-    #[arg(long, default_value_t = 1_000_000, value_parser = count)]
+    #[arg(long, default_value_t = 1_000_000, value_parser = count, help_heading = "Job")]
     n: usize,
     /// Width of each hidden layer.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, help_heading = "Model")]
     hidden: usize,
     /// Number of hidden layers.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Model")]
     layers: usize,
-    #[arg(long, value_enum, default_value = "relu")]
+    /// Hidden-layer activation.
+    #[arg(long, value_enum, default_value = "relu", help_heading = "Model")]
     activation: Activation,
-    #[arg(long, value_enum, default_value = "mse")]
+    /// Training loss (mean over points and outputs).
+    #[arg(long, value_enum, default_value = "mse", help_heading = "Model")]
     loss: Loss,
-    #[arg(long, value_enum, default_value = "sgd")]
+    /// Optimizer (weights and its state stay f32).
+    #[arg(long, value_enum, default_value = "sgd", help_heading = "Optimizer")]
     optimizer: OptimizerKind,
     /// Learning rate (default: 0.2 for sgd, 0.05 for momentum, 0.02 for adam/adamw).
-    #[arg(long)]
+    #[arg(long, help_heading = "Optimizer")]
     lr: Option<f64>,
-    #[arg(long, default_value_t = 0.0)]
+    /// Weight decay (L2 for sgd/momentum/adam, decoupled for adamw).
+    #[arg(long, default_value_t = 0.0, help_heading = "Optimizer")]
     weight_decay: f64,
-    #[arg(long, value_enum, default_value = "constant")]
+    /// Learning-rate schedule over the run.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "constant",
+        help_heading = "Optimizer"
+    )]
     schedule: Schedule,
     /// Optimizer steps.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, help_heading = "Job")]
     steps: usize,
     /// Points per micro-batch (default: the full batch).
-    #[arg(long)]
+    #[arg(long, help_heading = "Optimizer")]
     batch_size: Option<usize>,
     /// Micro-batches per optimizer step (gradient accumulation).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = "Optimizer")]
     accumulate: usize,
     /// Compute precision; weights stay f32. f16/bf16: the fused engine on
     /// tensor cores (CUDA, 2+ hidden layers of a multiple of 16 units), else
     /// the general engine (f16 with dynamic loss scaling).
-    #[arg(long, value_enum, default_value = "f32")]
+    #[arg(long, value_enum, default_value = "f32", help_heading = "Precision")]
     precision: Precision,
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the data, the initial weights and the validation split.
+    #[arg(long, default_value_t = 42, help_heading = "Job")]
     seed: u64,
     /// Stop as soon as the loss is at or below this.
-    #[arg(long)]
+    #[arg(long, help_heading = "Job")]
     target_loss: Option<f64>,
     /// Make the data on the host and upload it, instead of creating it on the device.
-    #[arg(long)]
+    #[arg(long, help_heading = "Kernel tuning")]
     host_data: bool,
     /// Read the loss back every K steps (default: ~20 points over the run).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     log_every: Option<usize>,
     /// GPU fused kernel: points per thread before more workgroups launch (default 16).
-    #[arg(long)]
+    #[arg(long, help_heading = "Kernel tuning")]
     points_per_unit: Option<usize>,
     /// GPU fused kernel: threads that share each point, splitting the hidden
     /// units between them (1, 2, 4, … 32; default: by the layer's width).
-    #[arg(long)]
+    #[arg(long, help_heading = "Kernel tuning")]
     lanes: Option<usize>,
     /// GPU fused kernel: two launches per step instead of one persistent
     /// launch for many (for devices that cannot run every workgroup at once).
-    #[arg(long)]
+    #[arg(long, help_heading = "Kernel tuning")]
     no_persistent: bool,
     /// Stop after this many seconds (checked whenever the loss is read back).
-    #[arg(long)]
+    #[arg(long, help_heading = "Job")]
     max_seconds: Option<f64>,
     /// Clip each parameter tensor's gradient to this L2 norm.
-    #[arg(long)]
+    #[arg(long, help_heading = "Optimizer")]
     clip_grad: Option<f64>,
     /// Write a resumable checkpoint every K steps into the --out folder.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     checkpoint_every: Option<usize>,
+    /// Stop when the validation loss (--csv data) has not improved for K log
+    /// points in a row (early stopping; the last weights are kept).
+    #[arg(long, help_heading = "Job")]
+    patience: Option<usize>,
 }
 
 impl JobArgs {
@@ -118,6 +138,7 @@ impl JobArgs {
                 log_every: self.log_every.unwrap_or((self.steps / 20).max(1)),
                 max_seconds: self.max_seconds,
                 checkpoint_every: self.checkpoint_every,
+                patience: self.patience,
             },
             kernel: KernelKnobs {
                 data_on_device: !self.host_data,
@@ -134,20 +155,31 @@ impl JobArgs {
 #[derive(Args, Debug, Clone, Default)]
 pub struct DataArgs {
     /// Train on a CSV file instead of a built-in task (needs --inputs and --target).
-    #[arg(long)]
+    #[arg(long, help_heading = "Data")]
     csv: Option<String>,
     /// CSV input columns: comma-separated names or 0-based indices.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", help_heading = "Data")]
     inputs: String,
     /// CSV target columns, the same way.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", help_heading = "Data")]
     target: String,
     /// Fraction of CSV rows held out for validation.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, help_heading = "Data")]
     val_split: f64,
     /// CSV delimiter (default: detected among , ; and tab).
-    #[arg(long)]
+    #[arg(long, help_heading = "Data")]
     delimiter: Option<char>,
+    /// A row with a missing cell in a selected column: stop with its line
+    /// (error), or leave the row out and count it (drop).
+    #[arg(long, value_enum, default_value = "error", help_heading = "Data")]
+    missing: MissingPolicy,
+    /// Cell texts that mean missing, comma-separated (an empty cell always does).
+    #[arg(long, value_delimiter = ',', default_values = DEFAULT_MARKERS, help_heading = "Data")]
+    missing_values: Vec<String>,
+    /// Input columns to one-hot encode though they hold numbers (a year, a
+    /// code); columns of text are encoded so without asking.
+    #[arg(long, default_value = "", help_heading = "Data")]
+    categorical: String,
 }
 
 impl DataArgs {
@@ -160,9 +192,82 @@ impl DataArgs {
                 targets: self.target.clone(),
                 val_split: self.val_split,
                 delimiter: self.delimiter,
+                missing: self.missing,
+                missing_values: Missing(self.missing_values.clone()),
+                categorical: self.categorical.clone(),
             });
         }
     }
+}
+
+/// The command-line flags that give `cfg` (the inverse of
+/// [`JobArgs::config`] with [`DataArgs::apply`]): how `--config run.json`
+/// reads an earlier run back in. Flags at their defaults are left out.
+pub fn flags(cfg: &TrainConfig) -> Vec<String> {
+    fn name<T: ValueEnum>(v: &T) -> String {
+        v.to_possible_value()
+            .map_or_else(String::new, |p| p.get_name().to_string())
+    }
+    let mut f: Vec<String> = Vec::new();
+    let mut put = |k: &str, v: String| f.extend([format!("--{k}"), v]);
+    if let Data::Task(t) = cfg.data {
+        put("task", name(&t));
+    }
+    let m = &cfg.model;
+    put("n", cfg.n.to_string());
+    put("hidden", m.hidden.to_string());
+    put("layers", m.layers.to_string());
+    put("activation", name(&m.activation));
+    put("loss", name(&cfg.loss));
+    put("optimizer", name(&cfg.optimizer));
+    put("lr", cfg.lr.to_string());
+    put("weight-decay", cfg.weight_decay.to_string());
+    put("schedule", name(&cfg.schedule));
+    put("steps", cfg.steps.to_string());
+    put("accumulate", cfg.accumulate.to_string());
+    put("precision", name(&cfg.precision));
+    put("seed", cfg.seed.to_string());
+    put("log-every", cfg.run.log_every.to_string());
+    let optional = [
+        ("batch-size", cfg.batch_size.map(|v| v.to_string())),
+        ("target-loss", cfg.run.target_loss.map(|v| v.to_string())),
+        ("max-seconds", cfg.run.max_seconds.map(|v| v.to_string())),
+        (
+            "checkpoint-every",
+            cfg.run.checkpoint_every.map(|v| v.to_string()),
+        ),
+        ("patience", cfg.run.patience.map(|v| v.to_string())),
+        ("clip-grad", cfg.clip_grad.map(|v| v.to_string())),
+        (
+            "points-per-unit",
+            cfg.kernel.points_per_unit.map(|v| v.to_string()),
+        ),
+        ("lanes", cfg.kernel.lanes.map(|v| v.to_string())),
+    ];
+    for (k, v) in optional {
+        if let Some(v) = v {
+            put(k, v);
+        }
+    }
+    if let Data::Csv(c) = &cfg.data {
+        put("csv", c.path.clone());
+        put("inputs", c.inputs.clone());
+        put("target", c.targets.clone());
+        put("val-split", c.val_split.to_string());
+        if let Some(d) = c.delimiter {
+            put("delimiter", d.to_string());
+        }
+        put("missing", name(&c.missing));
+        put("missing-values", c.missing_values.0.join(","));
+        put("categorical", c.categorical.clone());
+    }
+    if !cfg.kernel.data_on_device {
+        f.push("--host-data".into());
+    }
+    if !cfg.kernel.persistent {
+        f.push("--no-persistent".into());
+    }
+    f
 }
 
 /// A count from the command line: digits (`_` allowed between them), or a
@@ -187,7 +292,46 @@ pub fn count(s: &str) -> Result<usize, String> {
 
 #[cfg(test)]
 mod count_tests {
-    use super::count;
+    use super::*;
+
+    /// Every configuration the flags can give comes back from its flags.
+    #[test]
+    fn flags_give_back_the_configuration() {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            job: JobArgs,
+            #[command(flatten)]
+            data: DataArgs,
+        }
+        let parse = |flags: Vec<String>| {
+            let c =
+                <Cli as clap::Parser>::parse_from(std::iter::once("t".to_string()).chain(flags));
+            let mut cfg = c.job.config();
+            c.data.apply(&mut cfg);
+            cfg
+        };
+        let seed = parse(vec![]);
+        assert_eq!(parse(flags(&seed)), seed);
+        let mut all = parse(
+            "--task sin --n 2.5e5 --hidden 64 --layers 3 --activation tanh --loss huber --optimizer adamw --lr 0.003 --weight-decay 0.01 --schedule cosine --steps 7 --batch-size 100 --accumulate 2 --precision bf16 --seed 9 --target-loss 0.001 --host-data --log-every 3 --points-per-unit 8 --lanes 4 --no-persistent --max-seconds 1.5 --clip-grad 1 --checkpoint-every 5 --patience 4"
+                .split(' ')
+                .map(String::from)
+                .collect(),
+        );
+        assert_eq!(parse(flags(&all)), all);
+        all.data = Data::Csv(CsvSpec {
+            path: "my data.csv".into(),
+            inputs: "a,b".into(),
+            targets: "y".into(),
+            val_split: 0.2,
+            delimiter: Some(';'),
+            missing: MissingPolicy::Drop,
+            missing_values: Missing(vec!["NA".into(), "?".into()]),
+            categorical: "b".into(),
+        });
+        assert_eq!(parse(flags(&all)), all);
+    }
 
     #[test]
     fn counts_are_digits_or_whole_scientific_numbers() {

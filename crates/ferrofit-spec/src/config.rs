@@ -372,6 +372,23 @@ impl TrainConfig {
             }
             Data::Task(_) => {}
         }
-        Ok(())
+        match (self.run.patience, &self.data) {
+            (Some(0), _) => Err(FerroError::arg(
+                "patience",
+                0,
+                "wait at least 1 log point for the validation loss to improve",
+            )),
+            (Some(k), Data::Csv(c)) if c.val_split == 0.0 => Err(FerroError::arg(
+                "patience",
+                k,
+                "early stopping watches the validation loss: hold rows out with --val-split 0.1",
+            )),
+            (Some(k), Data::Task(_)) => Err(FerroError::arg(
+                "patience",
+                k,
+                "early stopping watches the validation loss of held-out rows, which --csv data has; a built-in task has no validation set",
+            )),
+            _ => Ok(()),
+        }
     }
 }

@@ -1,17 +1,22 @@
 //! The CSV reader for user data: delimiter (`,` `;` tab) and header detected,
-//! simple double quotes, numbers only. Every problem is an error with the file,
-//! line and column and what to change; nothing here panics on any input (the
-//! fuzz target `fuzz/fuzz_targets/csv.rs` holds it to that).
+//! simple double quotes. It checks the table's shape and keeps every cell as
+//! text; only the columns a job selects are read as numbers or categories
+//! (`columns.rs`), so a text column nobody asked for is never a problem.
+//! Every problem is an error with the file, line and what to change; nothing
+//! here panics on any input (the fuzz target `fuzz/fuzz_targets/csv.rs`
+//! holds it to that).
 
 use crate::error::{FerroError, Result};
 
-/// A parsed table of numbers.
+/// A parsed table of text cells.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Table {
     /// Column names, when the first row was a header.
     pub header: Option<Vec<String>>,
-    /// Row-major values, `rows × columns`.
-    pub values: Vec<f64>,
+    /// Every cell's text, one after another, row-major (`rows × columns`
+    /// cells; `ends[i]` is where cell `i` ends): one allocation, not one a cell.
+    text: String,
+    ends: Vec<usize>,
     pub columns: usize,
     /// 1-based line number of each row in the file (for messages).
     pub lines: Vec<usize>,
@@ -69,15 +74,25 @@ impl Table {
         Ok(out)
     }
 
-    /// The values of `cols`, row-major.
-    pub fn gather(&self, cols: &[usize]) -> Vec<f32> {
-        (0..self.rows())
-            .flat_map(|r| {
-                cols.iter()
-                    .map(move |&c| self.values[r * self.columns + c] as f32)
-            })
-            .collect()
+    /// The text of row `r`'s cell in column `c` (0-based, both in range).
+    pub fn cell(&self, r: usize, c: usize) -> &str {
+        let i = r * self.columns + c;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
     }
+}
+
+/// Parses a number the way a spreadsheet export writes it.
+pub fn number(s: &str) -> Option<f64> {
+    if s.is_empty() {
+        return None;
+    }
+    s.parse::<f64>().ok()
+}
+
+/// Whether a cell that is not a number was meant as one with a decimal comma.
+pub fn decimal_comma(cell: &str, delimiter: char) -> bool {
+    delimiter != ',' && cell.contains(',') && number(&cell.replace(',', ".")).is_some()
 }
 
 fn bad(origin: &str, line: usize, detail: String) -> FerroError {
@@ -124,18 +139,10 @@ fn detect_delimiter(first: &str) -> char {
         .unwrap_or(',')
 }
 
-/// Parses a number the way a spreadsheet export writes it.
-fn number(s: &str) -> Option<f64> {
-    if s.is_empty() {
-        return None;
-    }
-    s.parse::<f64>().ok()
-}
-
 /// Parses CSV text; `origin` names the file in messages. `delimiter` overrides detection.
 pub fn parse(text: &str, origin: &str, delimiter: Option<char>) -> Result<Table> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text
+    let source = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = source
         .lines()
         .enumerate()
         .map(|(i, l)| (i + 1, l.trim_end_matches('\r')))
@@ -155,7 +162,8 @@ pub fn parse(text: &str, origin: &str, delimiter: Option<char>) -> Result<Table>
     } else {
         Some(head.clone())
     };
-    let mut values = Vec::new();
+    let mut text = String::new();
+    let mut ends = Vec::new();
     let mut line_numbers = Vec::new();
     let mut push_row = |no: usize, row: &[String]| -> Result<()> {
         if row.len() != columns {
@@ -176,42 +184,9 @@ pub fn parse(text: &str, origin: &str, delimiter: Option<char>) -> Result<Table>
                 ),
             ));
         }
-        for (c, f) in row.iter().enumerate() {
-            let name = header
-                .as_ref()
-                .map(|h| format!(" (`{}`)", h[c]))
-                .unwrap_or_default();
-            let v = number(f).ok_or_else(|| {
-                let decimal_comma =
-                    delim != ',' && f.contains(',') && number(&f.replace(',', ".")).is_some();
-                let fix = if f.is_empty() {
-                    "the cell is empty: fill it or remove the row".to_string()
-                } else if decimal_comma {
-                    "use a decimal point (1.5), not a decimal comma".to_string()
-                } else {
-                    "only numbers can be trained on: fix the cell or remove the row".to_string()
-                };
-                bad(
-                    origin,
-                    no,
-                    format!(
-                        "column {}{name}: `{}` is not a number; {fix}",
-                        c + 1,
-                        truncate(f)
-                    ),
-                )
-            })?;
-            if !v.is_finite() {
-                return Err(bad(
-                    origin,
-                    no,
-                    format!(
-                        "column {}{name}: `{f}` is not finite; remove the row or fill in a value",
-                        c + 1
-                    ),
-                ));
-            }
-            values.push(v);
+        for f in row {
+            text.push_str(f);
+            ends.push(text.len());
         }
         line_numbers.push(no);
         Ok(())
@@ -227,12 +202,13 @@ pub fn parse(text: &str, origin: &str, delimiter: Option<char>) -> Result<Table>
         return Err(bad(
             origin,
             first_no,
-            "only a header, no data rows: add one row of numbers per point".into(),
+            "only a header, no data rows: add one row per point".into(),
         ));
     }
     Ok(Table {
         header,
-        values,
+        text,
+        ends,
         columns,
         lines: line_numbers,
         delimiter: delim,
@@ -240,7 +216,7 @@ pub fn parse(text: &str, origin: &str, delimiter: Option<char>) -> Result<Table>
 }
 
 /// At most 40 characters of a cell, for messages.
-fn truncate(s: &str) -> String {
+pub fn truncate(s: &str) -> String {
     let t: String = s.chars().take(40).collect();
     if t.len() < s.len() {
         t + "…"
@@ -278,46 +254,34 @@ mod tests {
         parse(text, "d.csv", None).unwrap_err().to_string()
     }
 
-    #[test]
-    fn reads_header_delimiters_quotes_and_selects_columns() {
-        let t = parse("x;\"y 1\";z\n1;2;3\r\n\n4;5e-1;-6\n", "d.csv", None).unwrap();
-        assert_eq!(t.delimiter, ';');
-        assert_eq!(t.header.as_deref().unwrap(), ["x", "y 1", "z"]);
-        assert_eq!(t.values, vec![1.0, 2.0, 3.0, 4.0, 0.5, -6.0]);
-        assert_eq!(t.lines, vec![2, 4]);
-        assert_eq!(t.select("d.csv", "inputs", "z, 0").unwrap(), vec![2, 0]);
-        assert_eq!(t.gather(&[2, 0]), vec![3.0, 1.0, -6.0, 4.0]);
-        let t = parse("1\t2\n3\t4\n", "d.csv", None).unwrap();
-        assert_eq!((t.header.is_none(), t.delimiter, t.rows()), (true, '\t', 2));
+    fn cells(t: &Table) -> Vec<&str> {
+        (0..t.rows())
+            .flat_map(|r| (0..t.columns).map(move |c| t.cell(r, c)))
+            .collect()
     }
 
     #[test]
-    fn every_malformed_input_names_file_line_column_and_fix() {
+    fn reads_header_delimiters_quotes_and_selects_columns() {
+        let t = parse("x;\"y 1\";z\n1;2;3\r\n\n4;5e-1;\"a;b\"\n", "d.csv", None).unwrap();
+        assert_eq!(t.delimiter, ';');
+        assert_eq!(t.header.as_deref().unwrap(), ["x", "y 1", "z"]);
+        assert_eq!(cells(&t), ["1", "2", "3", "4", "5e-1", "a;b"]);
+        assert_eq!(t.lines, vec![2, 4]);
+        assert_eq!(t.select("d.csv", "inputs", "z, 0").unwrap(), vec![2, 0]);
+        let t = parse("1\t2\n3\t4\n", "d.csv", None).unwrap();
+        assert_eq!((t.header.is_none(), t.delimiter, t.rows()), (true, '\t', 2));
+        // Text and missing cells are kept as they are: columns decide (columns.rs).
+        let t = parse("a,b\nNA,\ncat,2\n", "d.csv", None).unwrap();
+        assert_eq!(cells(&t), ["NA", "", "cat", "2"]);
+    }
+
+    #[test]
+    fn every_malformed_table_names_file_line_and_fix() {
         assert!(err("").contains("no rows"));
         assert!(err("a,b\n").contains("only a header"));
-        let e = err("a,b\n1,2\n3,oops\n");
-        assert!(
-            e.contains("d.csv line 3") && e.contains("column 2 (`b`)") && e.contains("`oops`"),
-            "{e}"
-        );
-        let e = err("a,b\n1,2\n3,NaN\n");
-        assert!(e.contains("line 3") && e.contains("not finite"), "{e}");
         let e = err("a,b\n1,2\n3\n");
         assert!(
             e.contains("line 3") && e.contains("1 fields where the first line has 2"),
-            "{e}"
-        );
-        let e = err("a,b\n1,2\n3,\n");
-        assert!(e.contains("empty"), "{e}");
-        let e = parse("a;b\n1,5;2\n", "d.csv", None)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("decimal point"), "{e}");
-        let e = parse("a;b\n1;2\n", "d.csv", Some(','))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("d.csv line 2") || e.contains("only a header"),
             "{e}"
         );
         let e = err("a,\"b\n1,2\n");

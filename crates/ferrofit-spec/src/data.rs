@@ -1,6 +1,7 @@
 //! Where a job's points come from: a built-in [`Task`] or a CSV file, as one
 //! enum that records keep in the flat `task` / `csv` fields they always had.
 
+use crate::columns::{Missing, MissingPolicy};
 use crate::error::{FerroError, Result};
 use crate::task::Task;
 use serde::{Deserialize, Serialize};
@@ -88,7 +89,7 @@ impl Data {
 }
 
 /// Where user data comes from and which columns are which.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CsvSpec {
     pub path: String,
     /// Input columns: comma-separated names or 0-based indices.
@@ -99,6 +100,16 @@ pub struct CsvSpec {
     pub val_split: f64,
     /// `None`: detected from the first line.
     pub delimiter: Option<char>,
+    /// What a row with a missing cell in a selected column does.
+    #[serde(default)]
+    pub missing: MissingPolicy,
+    /// Cell texts that mean missing (an empty cell always does).
+    #[serde(default)]
+    pub missing_values: Missing,
+    /// Input columns to one-hot encode though they hold numbers (names or
+    /// indices); text columns are encoded so anyway.
+    #[serde(default)]
+    pub categorical: String,
 }
 
 #[cfg(test)]
@@ -120,6 +131,7 @@ mod data_tests {
             targets: "load".into(),
             val_split: 0.1,
             delimiter: None,
+            ..CsvSpec::default()
         };
         let with_csv = TrainConfig {
             data: Data::Csv(csv.clone()),

@@ -80,7 +80,40 @@ fn at_line(line: usize) -> String {
 /// Shorthand for results in ferrofit.
 pub type Result<T> = std::result::Result<T, FerroError>;
 
+/// Exit statuses, as the tools people know use them (hyperfine, cargo, ripgrep).
+pub mod exit {
+    /// The run or check failed (divergence, a backend failure, a failed doctor check).
+    pub const FAILED: i32 = 1;
+    /// The command line or its inputs are wrong (a flag; a data, model or
+    /// record file that is missing or does not fit).
+    pub const USAGE: i32 = 2;
+    /// Stopped by Ctrl-C (128 + SIGINT).
+    pub const INTERRUPTED: i32 = 130;
+}
+
 impl FerroError {
+    /// The process exit status this error ends `ferrofit` with.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            FerroError::InvalidArg { .. }
+            | FerroError::BackendNotCompiled { .. }
+            | FerroError::NoDevice { .. }
+            | FerroError::DeviceOutOfRange { .. }
+            | FerroError::OutsideEnvelope { .. }
+            | FerroError::File { .. }
+            | FerroError::Data { .. }
+            | FerroError::ModelFile { .. } => exit::USAGE,
+            // An input that cannot be read is the command line's to fix.
+            FerroError::Io { action, .. } if action.starts_with("reading") => exit::USAGE,
+            FerroError::Interrupted { .. } => exit::INTERRUPTED,
+            FerroError::BackendFailed { .. }
+            | FerroError::Bug { .. }
+            | FerroError::Diverged { .. }
+            | FerroError::Io { .. }
+            | FerroError::Plot(_) => exit::FAILED,
+        }
+    }
+
     /// An argument error with the flag, its value and the fix.
     pub fn arg(flag: &'static str, value: impl ToString, fix: impl Into<String>) -> Self {
         FerroError::InvalidArg {

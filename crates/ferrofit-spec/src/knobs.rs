@@ -18,6 +18,10 @@ pub struct RunControl {
     /// Write a resumable checkpoint every this many steps (needs an output folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_every: Option<usize>,
+    /// Stop once the validation loss has not improved for this many log
+    /// points in a row (needs validation rows: `--csv` data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patience: Option<usize>,
 }
 
 impl Default for RunControl {
@@ -27,6 +31,7 @@ impl Default for RunControl {
             log_every: 1,
             max_seconds: None,
             checkpoint_every: None,
+            patience: None,
         }
     }
 }

@@ -5,12 +5,14 @@
 //! checkpoint), and the error type. Small and dependency-light so fuzz targets build in seconds.
 
 pub mod args;
+pub mod columns;
 pub mod config;
 pub mod csv;
 pub mod data;
 pub mod error;
 pub mod files;
 pub mod knobs;
+pub mod normalization;
 pub mod params;
 pub mod rng;
 pub mod task;

@@ -1,79 +1,18 @@
-//! User data for training: a CSV table becomes a training set and a held-out
-//! validation set (rows shuffled with the seed), each column standardised with
-//! the training rows' mean and standard deviation. The statistics travel with
-//! the model, so `predict` takes and returns values in the file's own units.
+//! User data for training: a CSV table's selected columns become a training
+//! set and a held-out validation set (rows shuffled with the seed): numbers
+//! as they are, text columns one-hot (`columns.rs`), rows with missing cells
+//! dropped and counted or refused; each model input standardised with the
+//! training rows' mean and standard deviation. The encodings and statistics
+//! travel with the model, so `predict` takes and returns the file's own units.
 
+use crate::columns::{self, Encoding, MissingPolicy, RowProblem, Want};
 use crate::config::CsvSpec;
-use crate::csv;
+use crate::csv::{self, Table};
 use crate::error::{FerroError, Result};
+pub use crate::normalization::Normalization;
+use crate::normalization::{standardise, stats};
 use crate::rng::{stream, uniform};
 use crate::task::Dataset;
-use serde::{Deserialize, Serialize};
-
-/// Column names and the standardisation applied to them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Normalization {
-    pub inputs: Vec<String>,
-    pub targets: Vec<String>,
-    pub x_mean: Vec<f64>,
-    pub x_std: Vec<f64>,
-    pub y_mean: Vec<f64>,
-    pub y_std: Vec<f64>,
-}
-
-/// Mean and standard deviation (1 where a column is constant) of each column.
-fn stats(v: &[f32], cols: usize) -> (Vec<f64>, Vec<f64>) {
-    let rows = (v.len() / cols.max(1)).max(1) as f64;
-    let mean: Vec<f64> = (0..cols)
-        .map(|c| {
-            v.iter()
-                .skip(c)
-                .step_by(cols)
-                .map(|&x| x as f64)
-                .sum::<f64>()
-                / rows
-        })
-        .collect();
-    let std = (0..cols)
-        .map(|c| {
-            let var = v
-                .iter()
-                .skip(c)
-                .step_by(cols)
-                .map(|&x| (x as f64 - mean[c]).powi(2))
-                .sum::<f64>()
-                / rows;
-            if var > 0.0 {
-                var.sqrt()
-            } else {
-                1.0
-            }
-        })
-        .collect();
-    (mean, std)
-}
-
-fn standardise(v: &mut [f32], mean: &[f64], std: &[f64]) {
-    let cols = mean.len();
-    for (i, x) in v.iter_mut().enumerate() {
-        *x = ((*x as f64 - mean[i % cols]) / std[i % cols]) as f32;
-    }
-}
-
-impl Normalization {
-    /// Inputs in file units → model units.
-    pub fn inputs_to_model(&self, x: &mut [f32]) {
-        standardise(x, &self.x_mean, &self.x_std);
-    }
-
-    /// Model outputs → file units.
-    pub fn outputs_to_file(&self, y: &mut [f32]) {
-        let cols = self.y_mean.len();
-        for (i, v) in y.iter_mut().enumerate() {
-            *v = (*v as f64 * self.y_std[i % cols] + self.y_mean[i % cols]) as f32;
-        }
-    }
-}
 
 /// A CSV job's data, ready to train on.
 #[derive(Clone, Debug)]
@@ -81,11 +20,27 @@ pub struct UserData {
     pub train: Dataset,
     pub val: Option<Dataset>,
     pub norm: Normalization,
+    /// Rows left out for a missing cell (`--missing drop`).
+    pub dropped: usize,
 }
 
-/// Reads `spec`'s file, selects and standardises its columns, splits off validation rows.
+/// Reads `spec`'s file, encodes and standardises its selected columns, splits off validation rows.
 pub fn load(spec: &CsvSpec, seed: u64) -> Result<UserData> {
     let table = csv::read(std::path::Path::new(&spec.path), spec.delimiter)?;
+    from_table(&table, spec, seed)
+}
+
+/// An error at row `r` of `table` (its file line in the message).
+fn at(spec: &CsvSpec, table: &Table, r: usize, detail: String) -> FerroError {
+    FerroError::Data {
+        path: spec.path.clone(),
+        line: table.lines.get(r).copied().unwrap_or(0),
+        detail,
+    }
+}
+
+/// [`load`] on a table already read.
+pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> {
     let ins = table.select(&spec.path, "inputs", &spec.inputs)?;
     let outs = table.select(&spec.path, "target", &spec.targets)?;
     if let Some(c) = ins.iter().find(|c| outs.contains(c)) {
@@ -95,40 +50,123 @@ pub fn load(spec: &CsvSpec, seed: u64) -> Result<UserData> {
             "a column cannot be both an input and a target",
         ));
     }
-    // Shuffle row order with the seed, then hold out the last `val_split` of it.
-    let mut order: Vec<usize> = (0..table.rows()).collect();
-    for i in (1..order.len()).rev() {
-        let j = (uniform(seed, stream::SPLIT, i as u64) * (i + 1) as f64) as usize;
-        order.swap(i, j.min(i));
-    }
-    let n_val = (table.rows() as f64 * spec.val_split).floor() as usize;
-    if table.rows() - n_val == 0 {
+    let forced = match spec.categorical.trim() {
+        "" => Vec::new(),
+        list => table.select(&spec.path, "categorical", list)?,
+    };
+    if let Some(c) = forced.iter().find(|c| !ins.contains(c)) {
         return Err(FerroError::arg(
-            "val-split",
-            spec.val_split,
+            "categorical",
+            table.column_name(*c),
+            "only input columns are one-hot encoded: add it to --inputs, or leave it out here",
+        ));
+    }
+    let learn = |c: usize, want: Want| {
+        columns::learn(table, c, &spec.missing_values, want).map_err(|(r, e)| at(spec, table, r, e))
+    };
+    let in_enc = ins
+        .iter()
+        .map(|&c| {
+            learn(
+                c,
+                if forced.contains(&c) {
+                    Want::Categories
+                } else {
+                    Want::Auto
+                },
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let out_enc = outs
+        .iter()
+        .map(|&c| learn(c, Want::Number))
+        .collect::<Result<Vec<_>>>()?;
+    // Every row encoded (or dropped), in file order.
+    let (width, outputs) = (
+        in_enc.iter().map(Encoding::width).sum::<usize>(),
+        outs.len(),
+    );
+    let (mut xs, mut ys, mut kept, mut dropped) = (Vec::new(), Vec::new(), 0usize, 0usize);
+    for r in 0..table.rows() {
+        let (x0, y0) = (xs.len(), ys.len());
+        let row = columns::encode_row(table, r, &ins, &in_enc, &spec.missing_values, &mut xs)
+            .and_then(|()| {
+                columns::encode_row(table, r, &outs, &out_enc, &spec.missing_values, &mut ys)
+            });
+        match row {
+            Ok(()) => kept += 1,
+            Err(RowProblem::Missing(_)) if spec.missing == MissingPolicy::Drop => {
+                xs.truncate(x0);
+                ys.truncate(y0);
+                dropped += 1;
+            }
+            Err(RowProblem::Missing(c)) => {
+                return Err(at(
+                    spec,
+                    table,
+                    r,
+                    format!(
+                        "column `{}` is missing (`{}`): pass --missing drop to leave such rows out, or fill the cell",
+                        table.column_name(c),
+                        table.cell(r, c)
+                    ),
+                ))
+            }
+            Err(RowProblem::Bad(c, why)) => {
+                return Err(at(
+                    spec,
+                    table,
+                    r,
+                    format!("column `{}`: {why}", table.column_name(c)),
+                ))
+            }
+        }
+    }
+    if kept == 0 {
+        return Err(at(
+            spec,
+            table,
+            0,
             format!(
-                "{} has {} rows, too few to hold any out",
-                spec.path,
+                "every one of its {} rows has a missing cell in the selected columns: choose other columns",
                 table.rows()
             ),
         ));
     }
-    let t = &table;
-    let rows = |idx: &[usize], cols: &[usize]| -> Vec<f32> {
+    // Shuffle row order with the seed, then hold out the last `val_split` of it.
+    let mut order: Vec<usize> = (0..kept).collect();
+    for i in (1..order.len()).rev() {
+        let j = (uniform(seed, stream::SPLIT, i as u64) * (i + 1) as f64) as usize;
+        order.swap(i, j.min(i));
+    }
+    let n_val = (kept as f64 * spec.val_split).floor() as usize;
+    if kept - n_val == 0 {
+        return Err(FerroError::arg(
+            "val-split",
+            spec.val_split,
+            format!(
+                "{} has {kept} usable rows, too few to hold any out",
+                spec.path
+            ),
+        ));
+    }
+    let pick = |idx: &[usize], v: &[f32], k: usize| -> Vec<f32> {
         idx.iter()
-            .flat_map(|&r| {
-                cols.iter()
-                    .map(move |&c| t.values[r * t.columns + c] as f32)
-            })
+            .flat_map(|&r| v[r * k..(r + 1) * k].iter().copied())
             .collect()
     };
-    let (train_idx, val_idx) = order.split_at(table.rows() - n_val);
-    let (mut x, mut y) = (rows(train_idx, &ins), rows(train_idx, &outs));
-    let (x_mean, x_std) = stats(&x, ins.len());
-    let (y_mean, y_std) = stats(&y, outs.len());
+    let (train_idx, val_idx) = order.split_at(kept - n_val);
+    let (mut x, mut y) = (pick(train_idx, &xs, width), pick(train_idx, &ys, outputs));
+    let (x_mean, x_std) = stats(&x, width);
+    let (y_mean, y_std) = stats(&y, outputs);
     let norm = Normalization {
         inputs: ins.iter().map(|&c| table.column_name(c)).collect(),
         targets: outs.iter().map(|&c| table.column_name(c)).collect(),
+        encodings: if in_enc.iter().all(|e| *e == Encoding::Number) {
+            Vec::new()
+        } else {
+            in_enc
+        },
         x_mean,
         x_std,
         y_mean,
@@ -137,26 +175,75 @@ pub fn load(spec: &CsvSpec, seed: u64) -> Result<UserData> {
     standardise(&mut x, &norm.x_mean, &norm.x_std);
     standardise(&mut y, &norm.y_mean, &norm.y_std);
     let val = (!val_idx.is_empty()).then(|| {
-        let (mut vx, mut vy) = (rows(val_idx, &ins), rows(val_idx, &outs));
+        let (mut vx, mut vy) = (pick(val_idx, &xs, width), pick(val_idx, &ys, outputs));
         standardise(&mut vx, &norm.x_mean, &norm.x_std);
         standardise(&mut vy, &norm.y_mean, &norm.y_std);
         Dataset {
             x: vx,
             y: vy,
-            inputs: ins.len(),
-            outputs: outs.len(),
+            inputs: width,
+            outputs,
         }
     });
     Ok(UserData {
         train: Dataset {
             x,
             y,
-            inputs: ins.len(),
-            outputs: outs.len(),
+            inputs: width,
+            outputs,
         },
         val,
         norm,
+        dropped,
     })
+}
+
+/// A table's rows as model inputs for `predict`: `cols` encoded as the
+/// model's [`Normalization`] says (numbers when there is none), in model
+/// units. Rows with a missing cell are left out when `drop_missing`, else an
+/// error; the second value says which rows are in.
+pub fn model_inputs(
+    table: &Table,
+    origin: &str,
+    cols: &[usize],
+    norm: Option<&Normalization>,
+    missing: &columns::Missing,
+    drop_missing: bool,
+) -> Result<(Vec<f32>, Vec<bool>)> {
+    let encodings = norm.map_or_else(|| vec![Encoding::Number; cols.len()], |n| n.encodings());
+    let bad = |r: usize, detail: String| FerroError::Data {
+        path: origin.to_string(),
+        line: table.lines.get(r).copied().unwrap_or(0),
+        detail,
+    };
+    let (mut x, mut present) = (Vec::new(), Vec::with_capacity(table.rows()));
+    for r in 0..table.rows() {
+        let before = x.len();
+        match columns::encode_row(table, r, cols, &encodings, missing, &mut x) {
+            Ok(()) => present.push(true),
+            Err(RowProblem::Missing(_)) if drop_missing => {
+                x.truncate(before);
+                present.push(false);
+            }
+            Err(RowProblem::Missing(c)) => {
+                return Err(bad(
+                    r,
+                    format!(
+                        "column `{}` is missing (`{}`): pass --missing drop to leave such rows without a prediction, or fill the cell",
+                        table.column_name(c),
+                        table.cell(r, c)
+                    ),
+                ))
+            }
+            Err(RowProblem::Bad(c, why)) => {
+                return Err(bad(r, format!("column `{}`: {why}", table.column_name(c))))
+            }
+        }
+    }
+    if let Some(n) = norm {
+        n.inputs_to_model(&mut x);
+    }
+    Ok((x, present))
 }
 
 #[cfg(test)]
@@ -179,6 +266,7 @@ mod tests {
             targets: "y".into(),
             val_split: 0.2,
             delimiter: None,
+            ..CsvSpec::default()
         };
         let d = load(&spec, 1).unwrap();
         assert_eq!((d.train.len(), d.val.as_ref().unwrap().len()), (80, 20));
@@ -203,5 +291,84 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("both an input and a target"), "{e}");
+    }
+
+    /// A file as people download it: a text column nobody selected, a text
+    /// input, `NA` and empty cells.
+    #[test]
+    fn text_columns_are_encoded_and_missing_rows_dropped_or_refused() {
+        let text =
+            "name,kind,size,weight\nann,a,1,10\nbob,b,2,NA\ncid,,3,30\ndan,b,4,40\neve,a,5,50\n";
+        let table = csv::parse(text, "p.csv", None).unwrap();
+        let spec = CsvSpec {
+            path: "p.csv".into(),
+            inputs: "kind,size".into(),
+            targets: "weight".into(),
+            val_split: 0.0,
+            ..CsvSpec::default()
+        };
+        let e = from_table(&table, &spec, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("p.csv line 3")
+                && e.contains("`weight` is missing")
+                && e.contains("--missing drop"),
+            "{e}"
+        );
+        let drop = CsvSpec {
+            missing: MissingPolicy::Drop,
+            ..spec.clone()
+        };
+        let d = from_table(&table, &drop, 1).unwrap();
+        assert_eq!((d.dropped, d.train.len(), d.train.inputs), (2, 3, 3));
+        assert_eq!(d.norm.input_names(), ["kind=a", "kind=b", "size"]);
+        assert_eq!(d.norm.input_width(), 3);
+        // The model file keeps the categories; a numbers-only job writes none.
+        let json = serde_json::to_string(&d.norm).unwrap();
+        assert!(json.contains("\"categories\":[\"a\",\"b\"]"), "{json}");
+        let plain = CsvSpec {
+            inputs: "size".into(),
+            ..drop.clone()
+        };
+        let n = from_table(&table, &plain, 1).unwrap().norm;
+        assert!(!serde_json::to_string(&n).unwrap().contains("encodings"));
+        // A text target is not regression; a categorical flag must name an input.
+        let e = from_table(
+            &table,
+            &CsvSpec {
+                targets: "name".into(),
+                ..drop.clone()
+            },
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("p.csv line 2") && e.contains("regression"),
+            "{e}"
+        );
+        let e = from_table(
+            &table,
+            &CsvSpec {
+                categorical: "weight".into(),
+                ..drop.clone()
+            },
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("only input columns"), "{e}");
+        // A number column with a typo, or a decimal comma.
+        let t = csv::parse("a;b\n1;2\n3;4,5\n5;6\n", "c.csv", None).unwrap();
+        let s = CsvSpec {
+            path: "c.csv".into(),
+            inputs: "a".into(),
+            targets: "b".into(),
+            ..CsvSpec::default()
+        };
+        let e = from_table(&t, &s, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("c.csv line 3") && e.contains("decimal point"),
+            "{e}"
+        );
     }
 }

@@ -4,6 +4,7 @@
 //! field checked.
 
 use super::{floats, Tensor};
+use crate::columns::Encoding;
 use crate::config::Activation;
 use crate::params::{LayerParams, Params};
 use crate::userdata::Normalization;
@@ -108,7 +109,14 @@ pub fn decode(bytes: &[u8]) -> Result<SavedModel> {
         let good = |v: &[f64], k: usize, positive: bool| {
             v.len() == k && v.iter().all(|x| x.is_finite() && (!positive || *x > 0.0))
         };
-        if !(n.inputs.len() == fan_in
+        // Categories sorted and distinct: `predict` looks them up by bisection.
+        let encodings_fit = (n.encodings.is_empty() || n.encodings.len() == n.inputs.len())
+            && n.encodings.iter().all(|e| match e {
+                Encoding::Categories(c) => !c.is_empty() && c.windows(2).all(|w| w[0] < w[1]),
+                Encoding::Number => true,
+            });
+        if !(encodings_fit
+            && n.input_width() == fan_in
             && n.targets.len() == fan_out
             && good(&n.x_mean, fan_in, false)
             && good(&n.x_std, fan_in, true)
