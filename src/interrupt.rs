@@ -8,7 +8,7 @@ static REQUESTED: AtomicBool = AtomicBool::new(false);
 extern "C" fn on_sigint(_: libc::c_int) {
     if REQUESTED.swap(true, Ordering::SeqCst) {
         // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(130) };
+        unsafe { libc::_exit(crate::error::exit::INTERRUPTED) };
     }
 }
 

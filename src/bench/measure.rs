@@ -102,26 +102,32 @@ pub fn measure(
 /// Outliers among the timed runs and the step times, as hyperfine reports
 /// them: a number the table's median hides, and what to do about it.
 fn doubts(samples: &[f64], steps: &[f64]) -> Vec<String> {
-    let mut out = Vec::new();
-    let k = outliers(samples);
-    if k > 0 {
-        out.push(format!(
-            "{k} of {} timed runs are statistical outliers (median {}, max {}): rerun on a quiet system, warm up longer (--warmup) or rest between rows (--cooldown)",
-            samples.len(),
-            fmt_time(percentile_of(samples, 0.5)),
-            fmt_time(samples.iter().copied().fold(f64::NAN, f64::max))
-        ));
-    }
-    let k = outliers(steps);
-    if k > 0 {
-        out.push(format!(
-            "{k} of {} step times are statistical outliers (p50 {}, max {}): stalls of the device or the host between steps; the step CV counts them",
-            steps.len(),
-            fmt_time(percentile_of(steps, 0.5)),
-            fmt_time(steps.iter().copied().fold(f64::NAN, f64::max))
-        ));
-    }
-    out
+    let cases = [
+        (
+            samples,
+            "timed runs",
+            "rerun on a quiet system, warm up longer (--warmup) or rest between rows (--cooldown)",
+        ),
+        (
+            steps,
+            "step times",
+            "stalls of the device or the host between steps; the step CV counts them",
+        ),
+    ];
+    cases
+        .into_iter()
+        .filter_map(|(xs, what, advice)| {
+            let k = outliers(xs);
+            (k > 0).then(|| {
+                format!(
+                    "{k} of {} {what} are statistical outliers (median {}, max {}): {advice}",
+                    xs.len(),
+                    fmt_time(percentile_of(xs, 0.5)),
+                    fmt_time(xs.iter().copied().fold(f64::NAN, f64::max))
+                )
+            })
+        })
+        .collect()
 }
 
 fn percentile_of(xs: &[f64], q: f64) -> f64 {

@@ -106,7 +106,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
         }
     }
     if failed {
-        std::process::exit(1);
+        std::process::exit(crate::error::exit::FAILED);
     }
     Ok(())
 }

@@ -21,40 +21,45 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 pub struct TrainArgs {
     /// Backend: auto picks CUDA, then a discrete GPU, then an integrated GPU, then the CPU.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Device")]
     backend: BackendKind,
     /// Device index within the backend (see `ferrofit devices`).
-    #[arg(long)]
+    #[arg(long, help_heading = "Device")]
     device: Option<usize>,
     /// Engine: fused when the model fits its envelope, else the general (Burn) one.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Device")]
     engine: EngineKind,
     #[command(flatten)]
     job: JobArgs,
     #[command(flatten)]
     data: DataArgs,
     /// Write model.safetensors and run.json here.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
     out: Option<PathBuf>,
     /// Print one JSON object on stdout instead of the summary.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     json: bool,
     /// Use the configuration `ferrofit tune` found for this job on this device.
-    #[arg(long)]
+    #[arg(long, help_heading = "Job")]
     tuned: bool,
     /// Tuned-configuration cache (default: $XDG_DATA_HOME/ferrofit/tuned.json).
-    #[arg(long)]
+    #[arg(long, help_heading = "Job")]
     tune_cache: Option<PathBuf>,
     /// Data parallelism: `all` devices of --backend, or indices `0,1,...`
     /// (an index may repeat: several replicas on one device).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', help_heading = "Device")]
     devices: Vec<String>,
     /// Draw the loss curve in the terminal when done.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     plot: bool,
     /// Continue the run whose --out folder this is, from its newest good
     /// checkpoint, with the configuration saved there.
-    #[arg(long, conflicts_with = "tuned")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "tuned",
+        help_heading = "Job"
+    )]
     resume: Option<PathBuf>,
 }
 

@@ -189,7 +189,14 @@ fn train(i: usize, origin: &str, v: &RunRecord, model: Option<&Path>) -> String 
         &series,
         (true, true),
         (Unit::Plain, Unit::Plain),
-        ("step", "loss (standardised units for --csv data)"),
+        (
+            "step",
+            if v.normalization.is_some() {
+                "loss (standardised units)"
+            } else {
+                "loss"
+            },
+        ),
     );
     if let Some(h) = &v.held_out {
         let pts: Vec<(f64, f64)> = h
