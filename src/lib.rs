@@ -4,16 +4,17 @@
 //! Layout: `config` (every knob), `task` (built-in data), `model` (parameters,
 //! float64 reference), `engine` (general and fused engines, the shared loop),
 //! `backend` (devices, selection, dispatch), `record`/`save`/`io` (outputs),
-//! `bench`/`doctor`/`tune` (measuring,
-//! checking and searching), `cli` (the binary's commands).
+//! `bench`/`doctor`/`tune` (measuring, checking and searching), `fit` (the
+//! front door for programs: arrays in, a model out). The command line lives
+//! in the binary (`src/main.rs`, `src/cli/`).
 
 pub mod backend;
 pub mod batches;
 pub mod bench;
 pub mod chart;
-pub mod cli;
 pub mod doctor;
 pub mod engine;
+pub mod fit;
 pub mod interrupt;
 pub mod io;
 pub mod model;

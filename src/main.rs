@@ -2,11 +2,13 @@
 //! an exit status (0 ok, 1 the run or a check failed, 2 usage: a flag or an
 //! input file, 130 Ctrl-C).
 
+mod cli;
+
 use ferrofit::error::{exit, FerroError};
 
 fn main() {
     ferrofit::backend::guard::install_panic_hook();
-    if let Err(e) = ferrofit::cli::run() {
+    if let Err(e) = cli::run() {
         // The error and its causes, each said once (ferrofit's messages
         // already quote the cause they wrap).
         let mut line = e.to_string();

@@ -3,18 +3,18 @@
 
 use super::log::note;
 use super::train::JobArgs;
-use crate::backend::devices::Inventory;
-use crate::backend::select::Target;
-use crate::backend::{select, Backend, BackendKind};
-use crate::bench::export::{markdown, BenchRecord, Exports};
-use crate::bench::history::{self, History};
-use crate::bench::measure::{self, Plan};
-use crate::bench::{peers, set_relative, Skipped};
-use crate::config::{EngineKind, TrainConfig};
-use crate::engine::run::TrainOutcome;
-use crate::model::Params;
-use crate::trainer::{choose_engine, Trainer};
 use clap::{Args, ValueEnum};
+use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::select::Target;
+use ferrofit::backend::{select, Backend, BackendKind};
+use ferrofit::bench::export::{markdown, BenchRecord, Exports};
+use ferrofit::bench::history::{self, History};
+use ferrofit::bench::measure::{self, Plan};
+use ferrofit::bench::{peers, set_relative, Skipped};
+use ferrofit::config::{EngineKind, TrainConfig};
+use ferrofit::engine::run::TrainOutcome;
+use ferrofit::model::Params;
+use ferrofit::trainer::{choose_engine, Trainer};
 use std::path::PathBuf;
 
 /// Which engines to bench.
@@ -99,7 +99,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         ("markdown", &a.markdown),
     ] {
         if let Some(file) = given {
-            anyhow::bail!(crate::FerroError::InvalidArg {
+            anyhow::bail!(ferrofit::FerroError::InvalidArg {
                 flag: old,
                 value: file.display().to_string(),
                 fix: format!("bench writes its outputs with --export-{old} FILE (an output named like train's input --csv could overwrite a data file); nothing was written"),
@@ -109,14 +109,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
     let cfg = a.job.config();
     cfg.validate()?;
     if !(a.cooldown.is_finite() && (0.0..=MAX_COOLDOWN).contains(&a.cooldown)) {
-        anyhow::bail!(crate::FerroError::arg(
+        anyhow::bail!(ferrofit::FerroError::arg(
             "cooldown",
             a.cooldown,
             format!("rest between 0 and {MAX_COOLDOWN} seconds between rows, e.g. --cooldown 5")
         ));
     }
     if a.runs == 0 {
-        anyhow::bail!(crate::FerroError::arg(
+        anyhow::bail!(ferrofit::FerroError::arg(
             "runs",
             0,
             "use at least 1 timed run"
@@ -203,7 +203,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
             .map(|r| (format!("{} · {}", r.name, r.backend), r.summary.median))
             .collect();
         println!();
-        print!("{}", crate::chart::term::bars(&bars, 50));
+        print!("{}", ferrofit::chart::term::bars(&bars, 50));
     }
     if let Some(h) = &mut history {
         if a.compare.is_some() {
@@ -262,7 +262,7 @@ fn bench_row(
     cfg: &TrainConfig,
     want: EngineKind,
     plan: Plan,
-) -> crate::Result<crate::bench::BenchRow> {
+) -> ferrofit::Result<ferrofit::bench::BenchRow> {
     let (engine, note) = choose_engine(t, cfg, want)?;
     let name = format!(
         "ferrofit {}",
@@ -290,8 +290,8 @@ fn timed_row(
     device: &str,
     cfg: &TrainConfig,
     plan: Plan,
-    mut run: impl FnMut(&TrainConfig) -> crate::Result<TrainOutcome>,
-) -> crate::Result<crate::bench::BenchRow> {
+    mut run: impl FnMut(&TrainConfig) -> ferrofit::Result<TrainOutcome>,
+) -> ferrofit::Result<ferrofit::bench::BenchRow> {
     let runs = plan.warmup + plan.runs + 1;
     let bar = row_bar(runs as u64, &format!("{name} on {backend}"));
     let mut trainer = |c: &TrainConfig| {
@@ -309,9 +309,9 @@ fn parallel_row(
     replicas: &[Target],
     cfg: &TrainConfig,
     plan: Plan,
-) -> crate::Result<crate::bench::BenchRow> {
+) -> ferrofit::Result<ferrofit::bench::BenchRow> {
     let Some(first) = replicas.first() else {
-        return Err(crate::FerroError::arg(
+        return Err(ferrofit::FerroError::arg(
             "devices",
             "(none)",
             "name at least one device",

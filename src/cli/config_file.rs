@@ -4,9 +4,9 @@
 //! turned back into flags (`ferrofit_spec::args::flags`). The file's flags go
 //! first, so flags on the command line win (`args_override_self`).
 
-use crate::config::TrainConfig;
-use crate::error::FerroError;
 use clap::CommandFactory;
+use ferrofit::config::TrainConfig;
+use ferrofit::error::FerroError;
 use std::ffi::OsString;
 use std::path::Path;
 

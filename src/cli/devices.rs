@@ -1,7 +1,7 @@
 //! `ferrofit devices [--json]`.
 
-use crate::backend::devices::Inventory;
 use clap::Args;
+use ferrofit::backend::devices::Inventory;
 
 /// Arguments of `devices`.
 #[derive(Args, Debug)]

@@ -2,11 +2,11 @@
 //! check on every device; exit code 1 when a check fails, so it can gate CI.
 
 use super::log::note;
-use crate::backend::devices::Inventory;
-use crate::backend::select::{self, Target};
-use crate::backend::BackendKind;
-use crate::doctor::{checks, DeviceReport, DoctorRecord, Severity};
 use clap::Args;
+use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::select::{self, Target};
+use ferrofit::backend::BackendKind;
+use ferrofit::doctor::{checks, DeviceReport, DoctorRecord, Severity};
 
 /// Arguments of `doctor`.
 #[derive(Args, Debug)]
@@ -29,7 +29,7 @@ pub struct DoctorArgs {
 pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
     if let Some(lr) = a.lr {
         if !(lr.is_finite() && lr > 0.0) {
-            anyhow::bail!(crate::FerroError::arg(
+            anyhow::bail!(ferrofit::FerroError::arg(
                 "lr",
                 lr,
                 "the learning rate must be a finite number > 0"
@@ -106,7 +106,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
         }
     }
     if failed {
-        std::process::exit(crate::error::exit::FAILED);
+        std::process::exit(ferrofit::error::exit::FAILED);
     }
     Ok(())
 }

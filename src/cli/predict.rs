@@ -5,13 +5,13 @@
 //! it still holds the target, the error against it is reported.
 
 use super::log::note;
-use crate::columns::{Missing, MissingPolicy, DEFAULT_MARKERS};
-use crate::csv::Table;
-use crate::error::FerroError;
-use crate::io::write_atomic;
-use crate::model::reference;
-use crate::userdata::{self, Normalization};
 use clap::Args;
+use ferrofit::columns::{Missing, MissingPolicy, DEFAULT_MARKERS};
+use ferrofit::csv::Table;
+use ferrofit::error::FerroError;
+use ferrofit::io::write_atomic;
+use ferrofit::model::reference;
+use ferrofit::userdata::{self, Normalization};
 use std::path::{Path, PathBuf};
 
 /// Arguments of `predict`.
@@ -56,7 +56,7 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
             .flatten()
         {
             if same_file(out, input) {
-                anyhow::bail!(crate::FerroError::arg(
+                anyhow::bail!(ferrofit::FerroError::arg(
                     "out",
                     out.display(),
                     format!(
@@ -67,11 +67,11 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
             }
         }
     }
-    let crate::save::SavedModel {
+    let ferrofit::save::SavedModel {
         params,
         activation: act,
         normalization: norm,
-    } = crate::save::load_model(&file)?;
+    } = ferrofit::save::load_model(&file)?;
     let fan_in = params.layers[0].fan_in;
     let fan_out = params.layers[params.layers.len() - 1].fan_out;
     let targets: Vec<String> = norm.as_ref().map_or_else(
@@ -89,7 +89,7 @@ pub fn run(a: PredictArgs) -> anyhow::Result<()> {
     };
     let text = match (&a.csv, a.x.is_empty()) {
         (Some(path), _) => {
-            let table = crate::csv::read(path, None)?;
+            let table = ferrofit::csv::read(path, None)?;
             let origin = path.display().to_string();
             let cols = input_columns(&table, &origin, a.inputs.as_deref(), norm.as_ref(), fan_in)?;
             let missing = Missing(a.missing_values.clone());
@@ -246,7 +246,8 @@ fn errors(
                 continue;
             }
             let cell = table.cell(r, c);
-            if let Some(t) = crate::csv::number(cell).filter(|v| v.is_finite() && !missing.is(cell))
+            if let Some(t) =
+                ferrofit::csv::number(cell).filter(|v| v.is_finite() && !missing.is(cell))
             {
                 let d = y[row * fan_out + k] as f64 - t;
                 (n, se, ae) = (n + 1, se + d * d, ae + d.abs());
@@ -333,7 +334,7 @@ fn json_rows(header: &[String], rows: &[Vec<String>]) -> String {
         .map(|r| {
             let mut m = serde_json::Map::new();
             for (k, v) in header.iter().zip(r) {
-                let value = match crate::csv::number(v).filter(|x| x.is_finite()) {
+                let value = match ferrofit::csv::number(v).filter(|x| x.is_finite()) {
                     Some(x) => serde_json::json!(x),
                     None if v.is_empty() => serde_json::Value::Null,
                     None => serde_json::json!(v),

@@ -1,6 +1,6 @@
 //! Progress display: a bar on a terminal, plain lines otherwise, nothing with `--json`.
 
-use crate::engine::run::Progress;
+use ferrofit::engine::run::Progress;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 

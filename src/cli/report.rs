@@ -1,8 +1,8 @@
 //! `ferrofit report FILE.json... [-o report.html]`.
 
-use crate::io::write_atomic;
-use crate::report::html::{self, Record};
 use clap::Args;
+use ferrofit::io::write_atomic;
+use ferrofit::report::html::{self, Record};
 use std::path::PathBuf;
 
 /// Arguments of `report`.
@@ -21,12 +21,12 @@ pub fn run(a: ReportArgs) -> anyhow::Result<()> {
     let mut records: Vec<(String, Record)> = Vec::new();
     for p in &a.files {
         let origin = p.display().to_string();
-        let text = std::fs::read_to_string(p).map_err(|source| crate::FerroError::Io {
+        let text = std::fs::read_to_string(p).map_err(|source| ferrofit::FerroError::Io {
             action: "reading",
             path: origin.clone(),
             source,
         })?;
-        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| crate::FerroError::File {
+        let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ferrofit::FerroError::File {
             path: origin.clone(),
             detail: format!("not JSON ({e}); pass the files that `train --out`, `bench --export-json` and `doctor --json` write"),
         })?;

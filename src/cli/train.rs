@@ -3,17 +3,17 @@
 
 use super::log::note;
 use super::progress::Display;
-use crate::backend::devices::Inventory;
-use crate::backend::{select, BackendKind};
-use crate::config::EngineKind;
-use crate::engine::checkpoint;
-use crate::model::reference;
-use crate::record::RunRecord;
-use crate::rundir::{self, RunDir};
-use crate::trainer::Trainer;
-use crate::tune::cache;
-use crate::userdata;
 use clap::Args;
+use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::{select, BackendKind};
+use ferrofit::config::EngineKind;
+use ferrofit::engine::checkpoint;
+use ferrofit::model::reference;
+use ferrofit::record::RunRecord;
+use ferrofit::rundir::{self, RunDir};
+use ferrofit::trainer::Trainer;
+use ferrofit::tune::cache;
+use ferrofit::userdata;
 pub use ferrofit_spec::args::{DataArgs, JobArgs};
 use std::path::PathBuf;
 
@@ -72,7 +72,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     let (resume, folder) = match &a.resume {
         Some(dir) => {
             if a.out.as_ref().is_some_and(|o| o != dir) {
-                anyhow::bail!(crate::FerroError::arg(
+                anyhow::bail!(ferrofit::FerroError::arg(
                     "out",
                     a.out
                         .as_ref()
@@ -91,7 +91,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             let defaults = flag_defaults();
             let clash = rundir::conflicts(&cfg, &defaults, &c.config);
             if !clash.is_empty() {
-                anyhow::bail!(crate::FerroError::arg(
+                anyhow::bail!(ferrofit::FerroError::arg(
                     "resume",
                     dir.display(),
                     format!(
@@ -122,15 +122,15 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     };
     let out = folder.as_ref().map(|f| f.path.clone());
     if cfg.run.checkpoint_every.is_some() && out.is_none() {
-        anyhow::bail!(crate::FerroError::arg(
+        anyhow::bail!(ferrofit::FerroError::arg(
             "checkpoint-every",
             cfg.run.checkpoint_every.unwrap_or(0),
             "checkpoints go into the output folder: add --out DIR"
         ));
     }
     let user = match &cfg.data {
-        crate::config::Data::Csv(c) => Some(userdata::load(c, cfg.seed)?),
-        crate::config::Data::Task(_) => None,
+        ferrofit::config::Data::Csv(c) => Some(userdata::load(c, cfg.seed)?),
+        ferrofit::config::Data::Task(_) | ferrofit::config::Data::Arrays => None,
     };
     if let Some(u) = &user {
         if u.dropped > 0 {
@@ -190,10 +190,10 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         .filter(|_| cfg.run.checkpoint_every.is_some() || resume.is_some())
         .map(|d| checkpoint::folder(d));
     if checkpoints.is_some() {
-        crate::interrupt::install();
+        ferrofit::interrupt::install();
     }
     if cfg.run.patience.is_some() && !a.devices.is_empty() {
-        anyhow::bail!(crate::FerroError::arg(
+        anyhow::bail!(ferrofit::FerroError::arg(
             "patience",
             cfg.run.patience.unwrap_or(0),
             "early stopping runs on one device: leave out --devices"
@@ -217,7 +217,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
     display.finish();
     let r = match result {
         // Said with more, keeping the error (and its exit status) as the cause.
-        Err(e @ crate::FerroError::Diverged { .. }) => match &checkpoints {
+        Err(e @ ferrofit::FerroError::Diverged { .. }) => match &checkpoints {
             Some(dir) if checkpoint::any(dir) => {
                 let more = format!(
                     "{e}. The last good checkpoint is kept in {} (`--resume` continues from it)",
@@ -235,10 +235,12 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         },
         // A backend failure (a bug in ferrofit is `Bug`, never this) at a
         // large N may be a size limit: the probe tells, by a smaller N that runs.
-        Err(e @ crate::FerroError::BackendFailed { .. }) if user.is_none() && cfg.n > 1 << 16 => {
+        Err(e @ ferrofit::FerroError::BackendFailed { .. })
+            if user.is_none() && cfg.n > 1 << 16 =>
+        {
             // Perhaps too large for the device: find what fits and say so.
             note!("training failed; probing the largest N this device takes ...");
-            match crate::trainer::probe::on_target(&target, &cfg) {
+            match ferrofit::trainer::probe::on_target(&target, &cfg) {
                 Some(l) if l.fits > 0 && l.size_limit => {
                     let more = format!(
                         "{e}\nThe largest N that fits on {} is {}: use --n {} or less (the fused engine keeps all points on the device)",
@@ -267,7 +269,8 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         record.normalization = Some(u.norm.clone());
         record.dropped_rows = u.dropped;
         let rows = u.val.as_ref().unwrap_or(&u.train);
-        let mut held = crate::record::HeldOut::of(&r.params, cfg.model.activation, rows, &u.norm);
+        let mut held =
+            ferrofit::record::HeldOut::of(&r.params, cfg.model.activation, rows, &u.norm);
         held.training_rows = u.val.is_none();
         record.held_out = Some(held);
     }
@@ -302,7 +305,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         if a.plot {
             print!(
                 "{}",
-                crate::chart::term::loss_chart(&record.loss_curve, 60, 12)
+                ferrofit::chart::term::loss_chart(&record.loss_curve, 60, 12)
             );
         }
         if let Some(v) = record.validation_loss {
@@ -317,7 +320,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
 
 /// The job that no flags give: a resumed run's flags are compared with the
 /// saved job only where they differ from this (the flags the user typed).
-fn flag_defaults() -> crate::config::TrainConfig {
+fn flag_defaults() -> ferrofit::config::TrainConfig {
     #[derive(clap::Parser)]
     struct Bare {
         #[command(flatten)]

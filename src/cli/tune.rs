@@ -5,14 +5,14 @@
 
 use super::log::note;
 use super::train::JobArgs;
-use crate::backend::devices::Inventory;
-use crate::backend::{select, BackendKind};
-use crate::bench::stats::fmt_time;
-use crate::config::{EngineKind, TrainConfig};
-use crate::trainer::{choose_engine, Trainer};
-use crate::tune::candidates::Space;
-use crate::tune::{cache, Settings, Trial};
 use clap::Args;
+use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::{select, BackendKind};
+use ferrofit::bench::stats::fmt_time;
+use ferrofit::config::{EngineKind, TrainConfig};
+use ferrofit::trainer::{choose_engine, Trainer};
+use ferrofit::tune::candidates::Space;
+use ferrofit::tune::{cache, Settings, Trial};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -66,7 +66,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
         gpu: target.backend.is_gpu(),
         tensor: {
             let half = TrainConfig {
-                precision: crate::config::Precision::Bf16,
+                precision: ferrofit::config::Precision::Bf16,
                 ..cfg.clone()
             };
             choose_engine(&target, &half, EngineKind::Fused).is_ok()
@@ -90,7 +90,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
         if let Ok(o) = &r {
             note!(
                 "  run {trial_no:>3}: {:<48} {} {}",
-                crate::tune::candidates::Candidate::of(c, engine).label(),
+                ferrofit::tune::candidates::Candidate::of(c, engine).label(),
                 fmt_time(o.train_seconds),
                 if o.reached_target { "reached" } else { "" }
             );
@@ -102,7 +102,7 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
         budget: a.budget,
         ..Settings::default()
     };
-    let report = crate::tune::tune(&mut runner, &cfg, space, &settings, &mut || {
+    let report = ferrofit::tune::tune(&mut runner, &cfg, space, &settings, &mut || {
         start.elapsed().as_secs_f64()
     })?;
     let key = cache::key(&target.label(), &target.info, &cfg);

@@ -41,7 +41,14 @@ pub struct TrainOutcome {
 
 /// Something that wants to hear about progress (a progress bar, a log).
 pub trait Progress {
+    /// Step `step` (0-based) is done; `loss` when it was read back.
     fn update(&mut self, step: usize, loss: Option<f64>);
+
+    /// Whether the run should stop after this step (a caller's Ctrl-C,
+    /// Python's KeyboardInterrupt); checked every step, so keep it cheap.
+    fn stop(&mut self) -> bool {
+        false
+    }
 }
 
 impl Progress for () {
@@ -218,6 +225,9 @@ pub fn train(
             }
         }
         progress.update(step, loss);
+        if progress.stop() {
+            break;
+        }
     }
     let e = engine.step();
     e.sync()?;

@@ -370,7 +370,7 @@ impl TrainConfig {
                     ));
                 }
             }
-            Data::Task(_) => {}
+            Data::Task(_) | Data::Arrays => {}
         }
         match (self.run.patience, &self.data) {
             (Some(0), _) => Err(FerroError::arg(

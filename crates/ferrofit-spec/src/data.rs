@@ -1,5 +1,6 @@
-//! Where a job's points come from: a built-in [`Task`] or a CSV file, as one
-//! enum that records keep in the flat `task` / `csv` fields they always had.
+//! Where a job's points come from: a built-in [`Task`], a CSV file, or the
+//! caller's arrays (the library API), as one enum that records keep in the
+//! flat `task` / `csv` fields they always had.
 
 use crate::columns::{Missing, MissingPolicy};
 use crate::error::{FerroError, Result};
@@ -15,6 +16,8 @@ use serde::{Deserialize, Serialize};
 pub enum Data {
     Task(Task),
     Csv(CsvSpec),
+    /// Arrays the caller passed (`ferrofit::fit`, the Python package).
+    Arrays,
 }
 
 /// [`Data`] as records hold it.
@@ -31,6 +34,7 @@ impl TryFrom<DataFields> for Data {
         match (d.task.as_str(), d.csv) {
             (_, Some(c)) => Ok(Data::Csv(c)),
             ("csv", None) => Err("`task` is csv but no `csv` section says which file".into()),
+            ("arrays", None) => Ok(Data::Arrays),
             (name, None) => Task::parse(name).map(Data::Task).map_err(|e| e.to_string()),
         }
     }
@@ -47,6 +51,10 @@ impl From<Data> for DataFields {
                 task: "csv".into(),
                 csv: Some(c),
             },
+            Data::Arrays => DataFields {
+                task: "arrays".into(),
+                csv: None,
+            },
         }
     }
 }
@@ -56,6 +64,7 @@ impl std::fmt::Display for Data {
         match self {
             Data::Task(t) => f.pad(t.name()),
             Data::Csv(c) => f.pad(&c.path),
+            Data::Arrays => f.pad("the caller's arrays"),
         }
     }
 }
@@ -66,6 +75,7 @@ impl Data {
         match self {
             Data::Task(t) => t.name(),
             Data::Csv(_) => "csv",
+            Data::Arrays => "arrays",
         }
     }
 
@@ -78,6 +88,11 @@ impl Data {
                 "csv",
                 &c.path,
                 "CSV data is loaded by the caller (userdata::load) and passed as data",
+            )),
+            Data::Arrays => Err(FerroError::arg(
+                "task",
+                "arrays",
+                "the caller's arrays are passed as data, not generated",
             )),
         }
     }

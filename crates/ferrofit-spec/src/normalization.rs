@@ -63,6 +63,20 @@ pub(crate) fn standardise(v: &mut [f32], mean: &[f64], std: &[f64]) {
 }
 
 impl Normalization {
+    /// No standardisation: `k` inputs `x0…`, `o` targets `y0…` (a model
+    /// trained on a built-in task).
+    pub fn identity(k: usize, o: usize) -> Normalization {
+        Normalization {
+            inputs: (0..k).map(|i| format!("x{i}")).collect(),
+            targets: (0..o).map(|i| format!("y{i}")).collect(),
+            encodings: Vec::new(),
+            x_mean: vec![0.0; k],
+            x_std: vec![1.0; k],
+            y_mean: vec![0.0; o],
+            y_std: vec![1.0; o],
+        }
+    }
+
     /// Each input column's encoding.
     pub fn encodings(&self) -> Vec<Encoding> {
         if self.encodings.is_empty() {

@@ -82,10 +82,6 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
         .map(|&c| learn(c, Want::Number))
         .collect::<Result<Vec<_>>>()?;
     // Every row encoded (or dropped), in file order.
-    let (width, outputs) = (
-        in_enc.iter().map(Encoding::width).sum::<usize>(),
-        outs.len(),
-    );
     let (mut xs, mut ys, mut kept, mut dropped) = (Vec::new(), Vec::new(), 0usize, 0usize);
     for r in 0..table.rows() {
         let (x0, y0) = (xs.len(), ys.len());
@@ -133,14 +129,12 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
             ),
         ));
     }
-    // Shuffle row order with the seed, then hold out the last `val_split` of it.
-    let mut order: Vec<usize> = (0..kept).collect();
-    for i in (1..order.len()).rev() {
-        let j = (uniform(seed, stream::SPLIT, i as u64) * (i + 1) as f64) as usize;
-        order.swap(i, j.min(i));
-    }
-    let n_val = (kept as f64 * spec.val_split).floor() as usize;
-    if kept - n_val == 0 {
+    let columns = Columns {
+        inputs: ins.iter().map(|&c| table.column_name(c)).collect(),
+        targets: outs.iter().map(|&c| table.column_name(c)).collect(),
+        encodings: in_enc,
+    };
+    if kept - (kept as f64 * spec.val_split).floor() as usize == 0 {
         return Err(FerroError::arg(
             "val-split",
             spec.val_split,
@@ -150,22 +144,54 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
             ),
         ));
     }
+    let mut d = split(xs, ys, columns, spec.val_split, seed);
+    d.dropped = dropped;
+    Ok(d)
+}
+
+/// Names and encodings of a job's columns.
+pub struct Columns {
+    pub inputs: Vec<String>,
+    pub targets: Vec<String>,
+    /// One an input column.
+    pub encodings: Vec<Encoding>,
+}
+
+/// Encoded rows (`xs`: row-major model inputs, `ys`: targets) shuffled with
+/// the seed, the last `val_split` of them held out, standardised with the
+/// training rows' statistics. At least one row stays for training.
+pub fn split(xs: Vec<f32>, ys: Vec<f32>, columns: Columns, val_split: f64, seed: u64) -> UserData {
+    let width = columns
+        .encodings
+        .iter()
+        .map(Encoding::width)
+        .sum::<usize>()
+        .max(1);
+    let outputs = columns.targets.len().max(1);
+    let rows = xs.len() / width;
+    let mut order: Vec<usize> = (0..rows).collect();
+    for i in (1..order.len()).rev() {
+        let j = (uniform(seed, stream::SPLIT, i as u64) * (i + 1) as f64) as usize;
+        order.swap(i, j.min(i));
+    }
+    let n_val = ((rows as f64 * val_split).floor() as usize).min(rows.saturating_sub(1));
     let pick = |idx: &[usize], v: &[f32], k: usize| -> Vec<f32> {
         idx.iter()
             .flat_map(|&r| v[r * k..(r + 1) * k].iter().copied())
             .collect()
     };
-    let (train_idx, val_idx) = order.split_at(kept - n_val);
+    let (train_idx, val_idx) = order.split_at(rows - n_val);
     let (mut x, mut y) = (pick(train_idx, &xs, width), pick(train_idx, &ys, outputs));
     let (x_mean, x_std) = stats(&x, width);
     let (y_mean, y_std) = stats(&y, outputs);
+    let numbers = columns.encodings.iter().all(|e| *e == Encoding::Number);
     let norm = Normalization {
-        inputs: ins.iter().map(|&c| table.column_name(c)).collect(),
-        targets: outs.iter().map(|&c| table.column_name(c)).collect(),
-        encodings: if in_enc.iter().all(|e| *e == Encoding::Number) {
+        inputs: columns.inputs,
+        targets: columns.targets,
+        encodings: if numbers {
             Vec::new()
         } else {
-            in_enc
+            columns.encodings
         },
         x_mean,
         x_std,
@@ -185,7 +211,7 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
             outputs,
         }
     });
-    Ok(UserData {
+    UserData {
         train: Dataset {
             x,
             y,
@@ -194,8 +220,8 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
         },
         val,
         norm,
-        dropped,
-    })
+        dropped: 0,
+    }
 }
 
 /// A table's rows as model inputs for `predict`: `cols` encoded as the
