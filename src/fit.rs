@@ -21,7 +21,7 @@ use crate::config::{
 use crate::engine::run::Progress;
 use crate::error::{FerroError, Result};
 use crate::model::{reference, Params};
-use crate::record::{HeldOut, RunRecord};
+use crate::record::RunRecord;
 use crate::userdata::{self, Columns, Normalization};
 use std::path::Path;
 
@@ -158,11 +158,7 @@ pub fn fit_with(
         seed: opt.seed,
         ..TrainConfig::default()
     };
-    cfg.lr = opt.lr.unwrap_or(match opt.optimizer {
-        OptimizerKind::Sgd => 0.2,
-        OptimizerKind::Momentum => 0.05,
-        OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
-    });
+    cfg.lr = opt.lr.unwrap_or(opt.optimizer.default_lr());
     cfg.model.inputs = inputs;
     cfg.model.outputs = outputs;
     cfg.model.hidden = opt.hidden;
@@ -187,19 +183,7 @@ pub fn fit_with(
         &cfg,
         r.outcome,
     );
-    record.validation_loss = data
-        .val
-        .as_ref()
-        .map(|v| reference::loss_and_grad(&r.params, v, cfg.model.activation, cfg.loss).0);
-    record.normalization = Some(data.norm.clone());
-    let mut held = HeldOut::of(
-        &r.params,
-        cfg.model.activation,
-        data.val.as_ref().unwrap_or(&data.train),
-        &data.norm,
-    );
-    held.training_rows = data.val.is_none();
-    record.held_out = Some(held);
+    record.add_user_data(&r.params, &data);
     Ok(Model {
         params: r.params,
         activation: cfg.model.activation,

@@ -153,6 +153,22 @@ impl RunRecord {
         }
     }
 
+    /// What a run on user data (`--csv`, the caller's arrays) adds: the
+    /// held-out loss, the standardisation, rows dropped, and the
+    /// predicted-vs-actual sample (training rows when none were held out).
+    pub fn add_user_data(&mut self, p: &Params, u: &crate::userdata::UserData) {
+        let (act, loss) = (self.config.model.activation, self.config.loss);
+        self.validation_loss = u
+            .val
+            .as_ref()
+            .map(|v| crate::model::reference::loss_and_grad(p, v, act, loss).0);
+        self.normalization = Some(u.norm.clone());
+        self.dropped_rows = u.dropped;
+        let mut held = HeldOut::of(p, act, u.val.as_ref().unwrap_or(&u.train), &u.norm);
+        held.training_rows = u.val.is_none();
+        self.held_out = Some(held);
+    }
+
     /// A run's outputs in `dir`: `model.safetensors` (the activation, the format
     /// and any CSV standardisation in its header), then `run.json` naming the
     /// model's checksum — each atomic, the record last, so a folder with a

@@ -8,7 +8,6 @@ use ferrofit::backend::devices::Inventory;
 use ferrofit::backend::{select, BackendKind};
 use ferrofit::config::EngineKind;
 use ferrofit::engine::checkpoint;
-use ferrofit::model::reference;
 use ferrofit::record::RunRecord;
 use ferrofit::rundir::{self, RunDir};
 use ferrofit::trainer::Trainer;
@@ -262,17 +261,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         r.outcome,
     );
     if let Some(u) = &user {
-        record.validation_loss = u
-            .val
-            .as_ref()
-            .map(|v| reference::loss_and_grad(&r.params, v, cfg.model.activation, cfg.loss).0);
-        record.normalization = Some(u.norm.clone());
-        record.dropped_rows = u.dropped;
-        let rows = u.val.as_ref().unwrap_or(&u.train);
-        let mut held =
-            ferrofit::record::HeldOut::of(&r.params, cfg.model.activation, rows, &u.norm);
-        held.training_rows = u.val.is_none();
-        record.held_out = Some(held);
+        record.add_user_data(&r.params, u);
     }
     if let Some(dir) = &out {
         record.save(dir, &r.params)?;

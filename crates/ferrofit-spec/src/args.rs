@@ -107,11 +107,7 @@ pub struct JobArgs {
 impl JobArgs {
     /// The run configuration these arguments describe.
     pub fn config(&self) -> TrainConfig {
-        let lr = self.lr.unwrap_or(match self.optimizer {
-            OptimizerKind::Sgd => 0.2,
-            OptimizerKind::Momentum => 0.05,
-            OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
-        });
+        let lr = self.lr.unwrap_or(self.optimizer.default_lr());
         TrainConfig {
             data: Data::Task(self.task),
             n: self.n,

@@ -42,6 +42,17 @@ pub enum OptimizerKind {
     Adamw,
 }
 
+impl OptimizerKind {
+    /// The learning rate a job gets when none is given.
+    pub fn default_lr(self) -> f64 {
+        match self {
+            OptimizerKind::Sgd => 0.2,
+            OptimizerKind::Momentum => 0.05,
+            OptimizerKind::Adam | OptimizerKind::Adamw => 0.02,
+        }
+    }
+}
+
 /// Learning-rate schedule over the run's optimizer steps.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
