@@ -7,10 +7,14 @@
 #     and looks at a screenshot;
 #   - the palmerpenguins wheel (PyPI, only downloaded and unpacked into the
 #     target folder): a real public data set with text columns and `NA` cells
-#     for tests/datafiles.rs.
-# FERROFIT_NO_INSTALL=1 skips all three, for a machine whose owner provides
-# lavapipe and Chromium another way (FERROFIT_PENGUINS may then name the CSV;
-# without it, that test is reported skipped). Ends with one
+#     for tests/datafiles.rs;
+#   - numpy, pytest and safetensors (PyPI) in a virtual environment in the
+#     target folder, for the Python package's suite (python/tests), which runs
+#     on the extension module `cargo test` built from the same compiled crates.
+# FERROFIT_NO_INSTALL=1 skips all four, for a machine whose owner provides
+# them another way (FERROFIT_PENGUINS may then name the CSV; without it, that
+# test is reported skipped; without numpy and pytest for python3, the Python
+# suite is). Ends with one
 # "tests: N passed, M failed, K skipped" line summing every test binary: a
 # per-device test whose device is absent records itself in the skip log and
 # counts as skipped, not passed. Every backend this machine has is required.
@@ -35,6 +39,7 @@ if [ -s "$skips" ]; then
   echo "skipped (device absent):"
   sed 's/^/  /' "$skips"
 fi
+FERROFIT_SKIP_LOG="$skips" bash .ci/pytest.sh >> "$log" || status=$?
 awk -v s="$(wc -l < "$skips")" \
   '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
    END { printf "tests: %d passed, %d failed, %d skipped\n", p - s, f, s }' "$log"

@@ -2,9 +2,9 @@
 //! save and load back: `cargo run --example fit_function`.
 
 use ferrofit::config::OptimizerKind;
-use ferrofit::fit::{fit, Model, Options};
+use ferrofit::fit::{fit, FitError, Model, Options};
 
-fn main() -> ferrofit::Result<()> {
+fn main() -> Result<(), FitError> {
     let x: Vec<f32> = (0..10_000).map(|i| i as f32 / 5_000.0 - 1.0).collect();
     let y: Vec<f32> = x.iter().map(|v| (3.0 * v).sin()).collect();
     let options = Options {

@@ -8,9 +8,24 @@ use std::path::{Path, PathBuf};
 /// ferrofit's folder for data it keeps between runs (bench history, tuned
 /// configurations): `$XDG_DATA_HOME/ferrofit`, else `~/.local/share/ferrofit`.
 pub fn data_dir() -> PathBuf {
-    std::env::var_os("XDG_DATA_HOME")
+    xdg("XDG_DATA_HOME", ".local/share")
+}
+
+/// ferrofit's folder for what can be rebuilt (compiled kernels):
+/// `FERROFIT_CACHE_DIR`, else `$XDG_CACHE_HOME/ferrofit`, else `~/.cache/ferrofit`.
+pub fn cache_dir() -> PathBuf {
+    match std::env::var_os("FERROFIT_CACHE_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => PathBuf::from(d),
+        None => xdg("XDG_CACHE_HOME", ".cache"),
+    }
+}
+
+/// `$VAR/ferrofit`, else `$HOME/HOME_REL/ferrofit` (the XDG base directories).
+fn xdg(var: &str, home_rel: &str) -> PathBuf {
+    std::env::var_os(var)
+        .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_rel)))
         .unwrap_or_else(std::env::temp_dir)
         .join("ferrofit")
 }

@@ -4,7 +4,9 @@
 #   bash benches/device/run.sh SUITE [ARGS...]
 #
 # Run from the repository root on the GPU machine, with the binary (and, for
-# `tests`, the test binaries) built here and carried gzipped in .dev/, and the
+# `tests`, the test binaries) built here and carried in .dev/ — each gzipped
+# as .dev/NAME.gz, or all in one .dev/bundle.tar.xz (binaries built together
+# share most of their bytes: `tar -cf - … | xz -9` packs eight in ~30 MB) — and the
 # Vulkan loader in .gl/ (docs/PERFORMANCE.md, "Reproducing"). Results go to
 # $OUT; copy them to docs/results/DATE-MACHINE/SUITE/ afterwards.
 #
@@ -13,14 +15,15 @@
 #   seed                  the seed job on every backend beside PyTorch and JAX
 #   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4)
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
-#   startup               whole-process wall times of `train` (cold and warm) and `devices`
+#   startup               whole-process wall times of `train` (kernel cache cold, warm and off) and `devices`
+#   python                the Python package's pytest suite with torch (module native.so in .dev/, wheels in .whl/)
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
 #   doctor                `ferrofit doctor` on every device
 #   baselines             the general (Burn) engine and the peers' seed job as JSON lines
 #   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32 on CUDA, N = 1e6,
 #                         beside the peers in bf16 and f32; then N = 1e5 and 1e7 in bf16
 #                         (default 64x3 128x4)
-#   ab [JOB ...]          .dev/ferrofit_base.gz (a baseline build) against the current binary,
+#   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
 #   profile [HxL ...]     Nsight Compute on one tensor-core launch (bf16, N = 1e6): launch,
@@ -34,7 +37,12 @@ ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 nvrtc=$(find / -name 'libnvrtc.so*' -not -path '/proc/*' 2>/dev/null | head -n1)
 [ -n "$nvrtc" ] && export LD_LIBRARY_PATH="$(dirname "$nvrtc"):${LD_LIBRARY_PATH:-}"
-gunzip -c .dev/ferrofit.gz > /tmp/ferrofit && chmod +x /tmp/ferrofit
+[ -f .dev/bundle.tar.xz ] && [ ! -d /tmp/bundle ] && mkdir -p /tmp/bundle && tar -C /tmp/bundle -xJf .dev/bundle.tar.xz
+unpack() {  # unpack NAME DEST: a carried binary, from the bundle or NAME.gz
+  if [ -f "/tmp/bundle/$1" ]; then cp "/tmp/bundle/$1" "$2"; else gunzip -c ".dev/$1.gz" > "$2"; fi
+  chmod +x "$2"
+}
+unpack ferrofit /tmp/ferrofit
 export OUT="${OUT:-/tmp/out}"
 mkdir -p "$OUT"
 B=/tmp/ferrofit
@@ -53,7 +61,7 @@ case "$suite" in
 tests)
   status=0
   for t in ${*:-gradients training persistent parallel tensor}; do
-    gunzip -c ".dev/test_$t.gz" > "/tmp/test_$t" && chmod +x "/tmp/test_$t"
+    unpack "test_$t" "/tmp/test_$t"
     echo "== $t"
     FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 FERROFIT_REQUIRE_TENSOR_CORES=1 timeout 400 "/tmp/test_$t" --test-threads 1 --nocapture \
       > "$OUT/test_$t.txt" 2>&1 || status=1
@@ -77,13 +85,44 @@ sweep)
   done
   ;;
 startup)
-  for b in cpu cuda vulkan; do
-    for run in cold warm warm warm warm warm; do
-      s=$(date +%s.%N)
-      $B train --backend "$b" --json > /dev/null 2>>"$OUT/stderr.txt"
-      printf '%s %s %.3f s\n' "$b" "$run" "$(echo "$(date +%s.%N) - $s" | bc)"
+  # Whole-process wall times, the kernel cache in a fresh folder: the first
+  # (cold) run compiles and fills it, the warm runs read it; then warm runs
+  # with the cache off (the driver's own cache still warm) show what it saves.
+  export FERROFIT_CACHE_DIR=/tmp/ferrofit-cache
+  rm -rf "$FERROFIT_CACHE_DIR"
+  wall() {  # wall LABEL ARGS...: one whole-process run of the binary
+    local label=$1 s ms
+    shift
+    s=$(date +%s%N)
+    $B "$@" > /dev/null 2>>"$OUT/stderr.txt" || label="$label FAILED"
+    ms=$((($(date +%s%N) - s) / 1000000))
+    printf '%-34s %d.%03d s\n' "$label" $((ms / 1000)) $((ms % 1000))
+  }
+  {
+    for b in cpu cuda vulkan; do
+      for run in cold $(seq -f warm%g "$REPS"); do wall "train $b $run" train --backend "$b" --json; done
+      for run in $(seq -f warm%g "$REPS"); do
+        FERROFIT_KERNEL_CACHE=off wall "train $b cache-off $run" train --backend "$b" --json
+      done
+      wall "train $b 3x64 first" train --backend "$b" --hidden 64 --layers 3 --steps 1 --json
+      wall "train $b 3x64 again" train --backend "$b" --hidden 64 --layers 3 --steps 1 --json
     done
-  done | tee "$OUT/startup.txt"
+    for run in $(seq "$REPS"); do wall "devices $run" devices; done
+    for run in $(seq "$REPS"); do wall "train cpu n=1000 steps=1 $run" train --backend cpu --n 1000 --steps 1; done
+  } | tee "$OUT/startup.txt"
+  $B cache | tee "$OUT/cache.txt"
+  ;;
+python)
+  # The Python package's suite with torch (to_torch, a CLI-saved model):
+  # the module and the binary from .dev/, pytest and what it needs from the
+  # wheels carried in .whl/ (the machine has no registry; it has numpy,
+  # torch and safetensors).
+  mkdir -p /tmp/pkg/ferrofit /tmp/pydeps
+  cp python/ferrofit/*.py python/ferrofit/*.pyi /tmp/pkg/ferrofit/
+  unpack native.so /tmp/pkg/ferrofit/_native.abi3.so
+  python3 -m pip install -q --no-index --no-deps --target /tmp/pydeps .whl/*.whl > "$OUT/pip.txt" 2>&1
+  FERROFIT_BIN=$B PYTHONPATH=/tmp/pkg:/tmp/pydeps FERROFIT_REQUIRE_WGPU=1 \
+    python3 -m pytest -rs -p no:cacheprovider python/tests 2>&1 | tee "$OUT/pytest.txt"
   ;;
 scaling)
   for n in 1000000 100000000; do
@@ -124,7 +163,7 @@ precision)
   done
   ;;
 ab)
-  gunzip -c .dev/ferrofit_base.gz > /tmp/ferrofit_base && chmod +x /tmp/ferrofit_base
+  unpack ferrofit_base /tmp/ferrofit_base
   for job in ${*:-seed 64x3}; do
     args="--engine fused --backends ${AB_BACKENDS:-cuda,vulkan} ${AB_ARGS:-}"
     [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"

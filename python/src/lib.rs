@@ -17,32 +17,17 @@ use pyo3::types::PyBytes;
 use std::path::Path;
 
 /// A ferrofit error as a Python exception: bad input is a `ValueError`,
-/// anything else a `RuntimeError`; the message is ferrofit's, fix included,
-/// with its command-line flags spoken of as the parameters they are here
-/// (`--val-split` → `val_split`).
-fn err(e: ferrofit::FerroError) -> PyErr {
+/// anything else a `RuntimeError`; the message is the front door's
+/// ([`fit::FitError`]): the fix included, spoken of in parameters
+/// (`val_split`), not the CLI's flags.
+fn err(e: impl Into<fit::FitError>) -> PyErr {
     use ferrofit::error::exit;
-    let msg = parameters(&e.to_string());
-    match e.exit_code() {
+    let e = e.into();
+    let msg = e.to_string();
+    match e.error().exit_code() {
         exit::USAGE => PyValueError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
     }
-}
-
-/// `--flag-name` → `flag_name` throughout `msg`.
-fn parameters(msg: &str) -> String {
-    let mut out = String::new();
-    let mut rest = msg;
-    while let Some(i) = rest.find("--") {
-        out += &rest[..i];
-        rest = &rest[i + 2..];
-        let end = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(rest.len());
-        out += &rest[..end].replace('-', "_");
-        rest = &rest[end..];
-    }
-    out + rest
 }
 
 fn choice<T: ValueEnum>(what: &str, s: &str) -> PyResult<T> {
@@ -66,12 +51,17 @@ fn to_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+/// How often a run looks for Ctrl-C between log points (a long run's log
+/// points can be minutes apart).
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Progress for Python: calls `callback(step, steps, loss)` at log points and
-/// checks for Ctrl-C there (the GIL is taken only then).
+/// checks for Ctrl-C there and every [`SIGNAL_CHECK`] (the GIL is taken only then).
 struct PyProgress {
     callback: Option<Py<PyAny>>,
     steps: usize,
     interrupted: Option<PyErr>,
+    checked: std::time::Instant,
 }
 
 impl Progress for PyProgress {
@@ -91,6 +81,12 @@ impl Progress for PyProgress {
     }
 
     fn stop(&mut self) -> bool {
+        if self.interrupted.is_none() && self.checked.elapsed() >= SIGNAL_CHECK {
+            self.checked = std::time::Instant::now();
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                self.interrupted = Some(e);
+            }
+        }
         self.interrupted.is_some()
     }
 }
@@ -201,6 +197,7 @@ fn fit_model(
         callback,
         steps,
         interrupted: None,
+        checked: std::time::Instant::now(),
     };
     let result = py.detach(|| fit::fit_with(&x, &y, inputs, outputs, &opt, &mut progress));
     if let Some(e) = progress.interrupted {
@@ -226,6 +223,7 @@ fn devices(py: Python<'_>) -> PyResult<String> {
 /// named (all devices when empty): JSON rows as `ferrofit bench` records them.
 #[pyfunction(name = "bench")]
 #[pyo3(signature = (backends, n, hidden, layers, steps, runs, warmup))]
+#[allow(clippy::too_many_arguments)] // one argument per keyword of `ferrofit.bench`
 fn bench_rows(
     py: Python<'_>,
     backends: Vec<String>,

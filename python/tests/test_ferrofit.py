@@ -1,7 +1,10 @@
 """The Python package on the CPU (and lavapipe where it is), built by maturin
 from the same compiled crates as the Rust tests (`.ci/test.sh`)."""
 
+import csv
+import io
 import os
+import subprocess
 import threading
 import time
 
@@ -78,7 +81,9 @@ def test_save_load_and_the_file_in_numpy(tmp_path):
 
 
 def test_validation_and_early_stopping():
+    # Noisy targets: the validation loss settles at the noise and stops improving.
     x, y = square(3000)
+    y = y + np.random.default_rng(2).normal(0, 1.0, y.shape)
     m = ferrofit.fit(x, y, hidden=32, optimizer="adam", lr=0.05, steps=2000, val_split=0.2,
                      patience=3, backend="cpu", progress=False)
     rec = m.record
@@ -151,3 +156,34 @@ def test_to_torch_matches_predict():
     probe = np.linspace(-1, 1, 5).reshape(-1, 1).astype(np.float32)
     got = m.to_torch()(torch.from_numpy(probe)).detach().numpy()[:, 0]
     np.testing.assert_allclose(got, m.predict(probe), rtol=1e-5, atol=1e-5)
+
+
+POINTS = [0.1, 0.5, 0.9]
+
+
+def cli_model(tmp_path):
+    """A model trained and saved by `ferrofit train --out`, and what
+    `ferrofit predict` says at POINTS."""
+    exe = os.environ.get("FERROFIT_BIN")
+    if not exe:
+        pytest.skip("FERROFIT_BIN (the ferrofit binary) not set")
+    run = tmp_path / "run"
+    subprocess.run([exe, "-q", "train", "--backend", "cpu", "--n", "20000", "--steps", "200",
+                    "--hidden", "16", "--out", str(run)], check=True)
+    out = subprocess.run([exe, "-q", "predict", "--model", str(run), "--x", "0.1,0.5,0.9"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = list(csv.reader(io.StringIO(out)))
+    return run, np.array([float(r[-1]) for r in rows[1:]])
+
+
+def test_a_model_saved_by_the_cli(tmp_path):
+    run, theirs = cli_model(tmp_path)
+    np.testing.assert_allclose(ferrofit.load(run).predict(np.array(POINTS)), theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_a_model_saved_by_the_cli_in_torch(tmp_path):
+    torch = pytest.importorskip("torch")
+    run, theirs = cli_model(tmp_path)
+    module = ferrofit.load(run).to_torch()
+    got = module(torch.tensor([[p] for p in POINTS])).detach().numpy()[:, 0]
+    np.testing.assert_allclose(got, theirs, rtol=1e-5, atol=1e-5)

@@ -3,6 +3,7 @@
 //! an empty list plus a note.
 
 use super::device::Api;
+use super::BackendKind;
 use serde::{Deserialize, Serialize};
 
 /// Broad class of a device, in `auto`'s order of preference.
@@ -47,20 +48,33 @@ pub struct Inventory {
 impl Inventory {
     /// Probes every compiled-in API.
     pub fn probe() -> Inventory {
+        Inventory::probe_for(&[BackendKind::Auto])
+    }
+
+    /// Probes only the APIs these requests can select (the CPU always): a
+    /// `--backend cpu` run loads no GPU driver, a CUDA run enumerates no
+    /// wgpu adapters. Start-up time is mostly driver loading (docs/PERFORMANCE.md).
+    pub fn probe_for(kinds: &[BackendKind]) -> Inventory {
+        let wants =
+            |f: fn(BackendKind) -> bool| kinds.iter().any(|&k| k == BackendKind::Auto || f(k));
         let mut inv = Inventory {
             devices: vec![cpu_info()],
             notes: vec![],
         };
-        #[cfg(feature = "cuda")]
-        cuda_devices(&mut inv);
-        #[cfg(not(feature = "cuda"))]
-        inv.notes
-            .push("cuda: not compiled in (cargo feature `cuda`)".into());
-        #[cfg(feature = "wgpu")]
-        wgpu_devices(&mut inv);
-        #[cfg(not(feature = "wgpu"))]
-        inv.notes
-            .push("wgpu: not compiled in (cargo feature `wgpu`)".into());
+        if wants(|k| k == BackendKind::Cuda) {
+            #[cfg(feature = "cuda")]
+            cuda_devices(&mut inv);
+            #[cfg(not(feature = "cuda"))]
+            inv.notes
+                .push("cuda: not compiled in (cargo feature `cuda`)".into());
+        }
+        if wants(|k| k.feature() == "wgpu") {
+            #[cfg(feature = "wgpu")]
+            wgpu_devices(&mut inv);
+            #[cfg(not(feature = "wgpu"))]
+            inv.notes
+                .push("wgpu: not compiled in (cargo feature `wgpu`)".into());
+        }
         inv
     }
 

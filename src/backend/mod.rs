@@ -8,6 +8,7 @@ pub mod collective;
 pub mod device;
 pub mod devices;
 pub mod guard;
+pub mod kernel_cache;
 pub mod platform;
 pub mod select;
 

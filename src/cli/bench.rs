@@ -126,7 +126,11 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         warmup: a.warmup,
         runs: a.runs,
     };
-    let inv = Inventory::probe();
+    let inv = if a.backends.is_empty() {
+        Inventory::probe()
+    } else {
+        Inventory::probe_for(&a.backends)
+    };
     let targets = targets(&inv, &a.backends)?;
     let baseline = a.baseline.clone().unwrap_or_else(|| {
         if targets.iter().any(|t| t.backend == Backend::Cuda) {

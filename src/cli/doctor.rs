@@ -4,6 +4,7 @@
 use super::log::note;
 use clap::Args;
 use ferrofit::backend::devices::Inventory;
+use ferrofit::backend::kernel_cache;
 use ferrofit::backend::select::{self, Target};
 use ferrofit::backend::BackendKind;
 use ferrofit::doctor::{checks, DeviceReport, DoctorRecord, Severity};
@@ -67,6 +68,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
                 notes: inv.notes.clone(),
                 devices: reports,
                 failed,
+                kernel_cache: kernel_cache::summary(),
             })?
         );
     } else {
@@ -101,6 +103,7 @@ pub fn run(a: DoctorArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        println!("kernel cache: {}", kernel_cache::summary());
         for n in &inv.notes {
             println!("note: {n}");
         }

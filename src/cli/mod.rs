@@ -1,8 +1,9 @@
 //! The command line: `ferrofit devices`, `train`, `predict`, `bench`, `doctor`, `tune`,
-//! `report` and `completions`; `-q`/`-v` for every command, `--config FILE`
+//! `report`, `cache` and `completions`; `-q`/`-v` for every command, `--config FILE`
 //! for those that take a job.
 
 mod bench;
+mod cache;
 mod config_file;
 mod devices;
 mod doctor;
@@ -46,6 +47,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Search for the fastest configuration that reaches the job's loss; cache it for `train --tuned`.
     Tune(Box<tune::TuneArgs>),
+    /// Show where compiled GPU kernels are kept between runs, or clear them (--clear).
+    Cache(cache::CacheArgs),
     /// Print a shell completion script: `ferrofit completions bash > ~/.local/share/bash-completion/completions/ferrofit`.
     Completions {
         /// bash, zsh, fish, elvish or powershell.
@@ -72,6 +75,7 @@ pub fn run() -> anyhow::Result<()> {
         Command::Tune(a) => tune::run(*a),
         Command::Predict(a) => predict::run(a),
         Command::Report(a) => report::run(a),
+        Command::Cache(a) => cache::run(a),
     }
 }
 

@@ -144,7 +144,6 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         cfg.model.outputs = u.train.outputs;
         cfg.kernel.data_on_device = false;
     }
-    let inv = Inventory::probe();
     // A resume continues on the device that wrote the checkpoint unless --backend says otherwise.
     let (kind, index) = match (&resume, a.backend) {
         (Some(c), BackendKind::Auto) => (
@@ -154,6 +153,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         ),
         _ => (a.backend, a.device),
     };
+    let inv = Inventory::probe_for(&[kind]);
     let target = select::select(&inv, kind, index)?;
     let mut engine = a.engine;
     if a.tuned {

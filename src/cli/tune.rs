@@ -59,7 +59,7 @@ fn parse_duration(s: &str) -> Result<f64, String> {
 pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let cfg = a.job.config();
     cfg.validate()?;
-    let inv = Inventory::probe();
+    let inv = Inventory::probe_for(&[a.backend]);
     let target = select::select(&inv, a.backend, a.device)?;
     let space = Space {
         fused: choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),

@@ -115,4 +115,7 @@ pub struct DoctorRecord {
     pub notes: Vec<String>,
     pub devices: Vec<DeviceReport>,
     pub failed: bool,
+    /// The kernel cache's state (`ferrofit cache`).
+    #[serde(default)]
+    pub kernel_cache: String,
 }

@@ -15,6 +15,8 @@ use cubecl::cuda::CudaRuntime;
 pub struct Cuda;
 
 fn device(t: &Target) -> CudaDevice {
+    // Before CubeCL's runtime starts, so its kernels are cached on disk.
+    crate::backend::kernel_cache::enable(&t.info);
     CudaDevice::new(t.info.index)
 }
 

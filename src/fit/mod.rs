@@ -4,13 +4,17 @@
 //! with the training rows' statistics, which travel with the model, so the
 //! caller's units go in and come out. The Python package is built on this.
 //!
+//! Its errors ([`FitError`]) speak of the [`Options`] fields and arguments
+//! a program sets (`lr`, `val_split`), not of the command-line flags the
+//! CLI's messages name; the typed [`FerroError`] is underneath to match on.
+//!
 //! ```no_run
 //! let x: Vec<f32> = (0..1000).map(|i| i as f32 / 500.0 - 1.0).collect();
 //! let y: Vec<f32> = x.iter().map(|v| v * v).collect();
 //! let model = ferrofit::fit::fit(&x, &y, 1, 1, &ferrofit::fit::Options::default())?;
 //! let y_hat = model.predict(&[0.5])?;
 //! model.save(std::path::Path::new("runs/square"))?;
-//! # Ok::<(), ferrofit::FerroError>(())
+//! # Ok::<(), ferrofit::fit::FitError>(())
 //! ```
 
 use crate::backend::devices::Inventory;
@@ -24,6 +28,9 @@ use crate::model::{reference, Params};
 use crate::record::RunRecord;
 use crate::userdata::{self, Columns, Normalization};
 use std::path::Path;
+
+mod error;
+pub use error::{in_fields, FitError};
 
 /// How to fit: the model, the optimizer and where to run. The defaults are
 /// the CLI's (`ferrofit train --help`), except that every row trains
@@ -108,12 +115,29 @@ pub struct Model {
 
 /// Fits a model to `x` (row-major, `inputs` values a row) and `y`
 /// (`outputs` a row) as `opt` says.
-pub fn fit(x: &[f32], y: &[f32], inputs: usize, outputs: usize, opt: &Options) -> Result<Model> {
+pub fn fit(
+    x: &[f32],
+    y: &[f32],
+    inputs: usize,
+    outputs: usize,
+    opt: &Options,
+) -> std::result::Result<Model, FitError> {
     fit_with(x, y, inputs, outputs, opt, &mut ())
 }
 
 /// [`fit`], reporting each step to `progress` (which may also stop the run).
 pub fn fit_with(
+    x: &[f32],
+    y: &[f32],
+    inputs: usize,
+    outputs: usize,
+    opt: &Options,
+    progress: &mut (dyn Progress + Send),
+) -> std::result::Result<Model, FitError> {
+    Ok(train(x, y, inputs, outputs, opt, progress)?)
+}
+
+fn train(
     x: &[f32],
     y: &[f32],
     inputs: usize,
@@ -168,7 +192,11 @@ pub fn fit_with(
     cfg.run.patience = opt.patience;
     cfg.kernel.data_on_device = false;
     cfg.validate()?;
-    let target = select::select(&Inventory::probe(), opt.backend, opt.device)?;
+    let target = select::select(
+        &Inventory::probe_for(&[opt.backend]),
+        opt.backend,
+        opt.device,
+    )?;
     let r = crate::trainer::Trainer::new(cfg.clone(), target.clone())
         .engine(opt.engine)
         .data(data.train.clone())
@@ -242,14 +270,15 @@ impl Model {
 
     /// Predictions for `x` (row-major, [`Model::inputs`] a row), in the
     /// targets' units, [`Model::outputs`] a row. Runs on the CPU in f64.
-    pub fn predict(&self, x: &[f32]) -> Result<Vec<f32>> {
+    pub fn predict(&self, x: &[f32]) -> std::result::Result<Vec<f32>, FitError> {
         let k = self.inputs();
         if !x.len().is_multiple_of(k) || x.iter().any(|v| !v.is_finite()) {
             return Err(FerroError::arg(
                 "x",
                 format!("{} values", x.len()),
                 format!("give whole rows of {k} finite inputs"),
-            ));
+            )
+            .into());
         }
         let mut z = x.to_vec();
         self.normalization.inputs_to_model(&mut z);
@@ -261,21 +290,21 @@ impl Model {
     /// Writes `dir/model.safetensors` (and `dir/run.json` when the model
     /// has its record), atomically, as `ferrofit train --out` does; `dir`
     /// must be new or empty.
-    pub fn save(&self, dir: &Path) -> Result<()> {
+    pub fn save(&self, dir: &Path) -> std::result::Result<(), FitError> {
         let folder = crate::rundir::RunDir::claim(dir)?;
         match &self.record {
-            Some(r) => r.save(&folder.path, &self.params),
+            Some(r) => r.save(&folder.path, &self.params)?,
             None => {
                 let meta = crate::save::header(self.activation, Some(&self.normalization));
-                crate::save::save(&self.params, &folder.path.join("model.safetensors"), meta)
-                    .map(|_| ())
+                crate::save::save(&self.params, &folder.path.join("model.safetensors"), meta)?;
             }
         }
+        Ok(())
     }
 
     /// Reads a model saved by [`Model::save`] or `ferrofit train --out`
     /// (`dir`, or the model file itself).
-    pub fn load(path: &Path) -> Result<Model> {
+    pub fn load(path: &Path) -> std::result::Result<Model, FitError> {
         let (dir, file) = if path.is_dir() {
             (path.to_path_buf(), path.join("model.safetensors"))
         } else {
