@@ -7,7 +7,7 @@ use crate::engine::fused::gpu::kernels::args::{
     BatchLaunch, PointsLaunch, RuleLaunch, StateLaunch,
 };
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
-use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
+use crate::engine::fused::gpu::kernels::tiled::{resident_cubes, tiled_grad};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
@@ -108,6 +108,21 @@ impl<R: Runtime> GpuFused<R> {
         };
     }
 
+    /// Cubes of the tiled kernel for `len` points: [`TILES_PER_CUBE`] tiles
+    /// each at least, and where the device says how many multiprocessors it
+    /// has, no more than it holds at once (a partial last wave would leave
+    /// most of them idle while it runs).
+    fn tiled_cubes(&self, tile: usize, len: usize) -> usize {
+        let spread = len.div_ceil(tile * TILES_PER_CUBE);
+        let hw = &self.client.properties().hardware;
+        let resident = hw.num_streaming_multiprocessors.map(|sms| {
+            sms as usize * resident_cubes(&Shape::of(&self.cfg), tile, hw.max_shared_memory_size)
+        });
+        spread
+            .min(resident.unwrap_or(usize::MAX))
+            .clamp(1, self.max_cubes)
+    }
+
     /// Reduces the partials still pending, after any queued or deferred work.
     pub(crate) fn reduce_pending(&mut self) {
         self.settle();
@@ -131,7 +146,7 @@ impl<R: Runtime> GpuFused<R> {
         }
         let (cubes, launch) = match self.tile() {
             Some(tile) => (
-                len.div_ceil(tile * TILES_PER_CUBE).clamp(1, self.max_cubes),
+                self.tiled_cubes(tile, len),
                 tiled_grad::launch::<f32, R> as GradLaunch<R>,
             ),
             None => (

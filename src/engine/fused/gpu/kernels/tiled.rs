@@ -36,8 +36,8 @@ use cubecl::prelude::*;
 /// Largest tile: past it, bigger tiles only add idle tail work.
 pub const MAX_TILE: usize = 128;
 
-/// Shared memory the tiled kernel uses at most, in bytes (more where the device has it,
-/// up to this; the WebGPU floor of 16 KiB at least).
+/// Shared memory the tiled kernel takes of a device with less than twice
+/// this per cube: all of it up to this (the WebGPU floor of 16 KiB at least).
 pub const TILE_SHARED_BYTES: usize = 48 * 1024;
 
 /// Shared memory every WebGPU device has per workgroup, in bytes.
@@ -52,12 +52,43 @@ pub fn tile_values(s: &Shape) -> usize {
     stride(s.inputs) + hidden_rows(s.act) * s.layers * stride(s.hidden) + stride(s.outputs)
 }
 
+/// Points a tile needs for the layer passes' register blocks of 4 points
+/// (fewer take blocks of 2: twice the loads a multiply-add).
+const FULL_BLOCKS: usize = 32;
+
+/// Shared-memory bytes a cube of `s`'s model takes on a device with
+/// `max_shared` bytes per cube: up to [`TILE_SHARED_BYTES`]; where that holds
+/// fewer than [`FULL_BLOCKS`] points (wide deep models: 23 at 4 × 128) and
+/// half the device's is more (CUDA's opt-in 227 KiB), that half — two cubes a
+/// multiprocessor, tiles 2.4× larger (4 × 128 on the H200: 4.38 → 3.15 s per
+/// 100 steps; 3 × 64's 61-point tiles were faster than 128-point ones,
+/// docs/PERFORMANCE.md).
+pub fn tile_budget(s: &Shape, max_shared: usize) -> usize {
+    let base = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES);
+    if points(s, base) < FULL_BLOCKS {
+        base.max(max_shared / 2)
+    } else {
+        base
+    }
+}
+
+/// Points a tile of `bytes` holds (before the clamp to 1 ..= [`MAX_TILE`]).
+fn points(s: &Shape, bytes: usize) -> usize {
+    (bytes / 4).saturating_sub(LOSS_SCRATCH) / tile_values(s)
+}
+
 /// Points a tile holds on a device with `max_shared` bytes of shared memory
 /// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for one point).
 pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
-    let values = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES) / 4;
-    let t = (values - LOSS_SCRATCH) / tile_values(s);
-    t.clamp(1, MAX_TILE)
+    points(s, tile_budget(s, max_shared)).clamp(1, MAX_TILE)
+}
+
+/// Cubes of the tiled kernel with tiles of `tile` points that one
+/// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver
+/// keeps 1 KiB a cube), at least 1.
+pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
+    let bytes = (tile * tile_values(s) + LOSS_SCRATCH) * 4;
+    (per_sm_shared / (bytes + 1024)).max(1)
 }
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
@@ -265,6 +296,27 @@ mod tests {
     #[test]
     fn small_models_take_the_largest_tile() {
         assert_eq!(tile_points(&shape(1, 10, 2, RELU), 1 << 20), MAX_TILE);
-        assert!(tile_points(&shape(1, 64, 3, GELU), 1 << 20) < MAX_TILE);
+        assert!(tile_points(&shape(1, 64, 3, GELU), 48 * 1024) < MAX_TILE);
+    }
+
+    /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
+    const H200: usize = 227 * 1024;
+
+    #[test]
+    fn wide_models_take_half_a_large_shared_memory_for_tiles_of_full_blocks() {
+        let (wide, deep) = (shape(1, 128, 4, RELU), shape(1, 64, 3, RELU));
+        // 4 × 128: 23 points in 48 KiB; half of CUDA's 227 KiB where it has it.
+        assert_eq!(tile_budget(&wide, 48 * 1024), 48 * 1024);
+        assert_eq!(tile_budget(&wide, 64 * 1024), 48 * 1024);
+        assert_eq!(tile_budget(&wide, H200), H200 / 2);
+        assert_eq!(tile_points(&wide, 48 * 1024), 23);
+        assert_eq!(tile_points(&wide, H200), 55);
+        assert_eq!(resident_cubes(&wide, 55, H200), 2);
+        // 3 × 64 fills its blocks in 48 KiB: 61 points, four cubes a multiprocessor.
+        assert_eq!(tile_budget(&deep, H200), 48 * 1024);
+        assert_eq!(tile_points(&deep, H200), 61);
+        assert_eq!(resident_cubes(&deep, 61, H200), 4);
+        assert_eq!(tile_budget(&deep, 32 * 1024), 32 * 1024);
+        assert_eq!(resident_cubes(&wide, 23, 48 * 1024), 1);
     }
 }
