@@ -35,11 +35,11 @@ trap 'rm -f "$log" "$skips"' EXIT
 status=0
 FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CHROMIUM=1 FERROFIT_SKIP_LOG="$skips" \
   cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
+FERROFIT_SKIP_LOG="$skips" bash .ci/pytest.sh 2>&1 | tee -a "$log" || status=$?
 if [ -s "$skips" ]; then
   echo "skipped (device absent):"
   sed 's/^/  /' "$skips"
 fi
-FERROFIT_SKIP_LOG="$skips" bash .ci/pytest.sh >> "$log" || status=$?
 awk -v s="$(wc -l < "$skips")" \
   '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
    END { printf "tests: %d passed, %d failed, %d skipped\n", p - s, f, s }' "$log"

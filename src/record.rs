@@ -16,8 +16,11 @@ use std::path::Path;
 /// Versions of what produced a run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Versions {
+    /// ferrofit's version.
     pub ferrofit: String,
+    /// Burn's version, from Cargo.lock.
     pub burn: String,
+    /// CubeCL's version, from Cargo.lock.
     pub cubecl: String,
 }
 
@@ -35,22 +38,37 @@ impl Versions {
 /// Everything about one `ferrofit train` run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The backend that ran, as `ferrofit devices` names it.
     pub backend: String,
+    /// The device that ran.
     pub device: DeviceInfo,
+    /// The engine that ran (fused or general).
     pub engine: EngineKind,
     /// Why `auto` chose the general engine, and how the engine ran.
     pub engine_note: Option<String>,
+    /// Compute precision.
     pub precision: crate::config::Precision,
+    /// Optimizer steps taken.
     pub steps: usize,
+    /// Training loss at the last step.
     pub final_loss: f64,
+    /// Wall time of the steps, first included.
     pub train_seconds: f64,
+    /// Steps a second after the first.
     pub steps_per_second: f64,
+    /// Wall time of the first step (kernel compilation, autotune).
     pub first_step_seconds: f64,
+    /// Whether the run reached its target loss.
     pub reached_target: bool,
+    /// Steps skipped by f16 loss scaling (an overflow lowered the scale).
     pub skipped_steps: usize,
+    /// Weights and biases of the model.
     pub parameters: usize,
+    /// The whole job, as validated.
     pub config: TrainConfig,
+    /// Versions of ferrofit, Burn and CubeCL.
     pub versions: Versions,
+    /// Loss at each log point.
     pub loss_curve: Vec<crate::engine::run::LossPoint>,
     /// Mean loss on the held-out rows of `--csv` data (standardised units).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,7 +98,9 @@ pub struct HeldOut {
     /// The rows are training rows (no rows were held out: `--val-split 0`).
     #[serde(default)]
     pub training_rows: bool,
+    /// Targets of the held-out sample, in the file's units.
     pub actual: Vec<f32>,
+    /// The model's predictions for them.
     pub predicted: Vec<f32>,
 }
 

@@ -10,10 +10,15 @@ use std::fmt;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Api {
+    /// The host processor (the fused CPU kernel, Burn's flex backend).
     Cpu,
+    /// NVIDIA's CUDA, through CubeCL (NVRTC at run time).
     Cuda,
+    /// Vulkan through wgpu.
     Vulkan,
+    /// Direct3D 12 through wgpu.
     Dx12,
+    /// Metal through wgpu.
     Metal,
     /// OpenGL through wgpu: listed, never trained on.
     Gl,
@@ -22,16 +27,22 @@ pub enum Api {
 /// A wgpu API ferrofit trains on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WgpuApi {
+    /// Vulkan.
     Vulkan,
+    /// Direct3D 12.
     Dx12,
+    /// Metal.
     Metal,
 }
 
 /// What a resolved run trains on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Backend {
+    /// The host processor.
     Cpu,
+    /// A GPU through wgpu, on one of its APIs.
     Wgpu(WgpuApi),
+    /// An NVIDIA GPU through CUDA.
     Cuda,
 }
 

@@ -10,9 +10,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DeviceClass {
+    /// A GPU with memory of its own.
     Discrete,
+    /// A GPU sharing the host's memory.
     Integrated,
+    /// A virtual or software device (lavapipe, a VM's GPU).
     Virtual,
+    /// The host processor.
     Cpu,
     /// A GPU API implemented on the CPU (lavapipe, llvmpipe): slower than `cpu`.
     Software,
@@ -25,9 +29,13 @@ pub struct DeviceInfo {
     pub api: Api,
     /// Index within its API, as `--device` takes it.
     pub index: usize,
+    /// The device's name, as its driver gives it.
     pub name: String,
+    /// The vendor, as its driver gives it.
     pub vendor: String,
+    /// Discrete, integrated, virtual or CPU.
     pub class: DeviceClass,
+    /// Driver name and version.
     pub driver: String,
     /// Memory the device reports, in bytes (CPU: system memory; wgpu: largest buffer).
     pub memory_bytes: Option<u64>,
@@ -41,7 +49,9 @@ pub struct DeviceInfo {
 /// Everything found, plus notes on what could not be probed.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Inventory {
+    /// Every device found, the CPU first.
     pub devices: Vec<DeviceInfo>,
+    /// Why an API found nothing (not compiled in, no driver).
     pub notes: Vec<String>,
 }
 

@@ -16,7 +16,9 @@ use std::time::Instant;
 /// A point on the loss curve.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LossPoint {
+    /// Optimizer step (0-based: the last of a 100-step run is 99).
     pub step: usize,
+    /// Training loss there.
     pub loss: f64,
     /// Seconds since training started.
     pub seconds: f64,
@@ -28,14 +30,21 @@ pub struct LossPoint {
 /// What a training run produced.
 #[derive(Clone, Debug, Serialize)]
 pub struct TrainOutcome {
+    /// Optimizer steps taken.
     pub steps: usize,
+    /// Training loss at the last step.
     pub final_loss: f64,
+    /// Wall time of the steps, first included.
     pub train_seconds: f64,
+    /// Steps a second after the first.
     pub steps_per_second: f64,
     /// Time of the first step alone (kernel compilation, autotune, allocation).
     pub first_step_seconds: f64,
+    /// Loss at each log point.
     pub curve: Vec<LossPoint>,
+    /// Whether the run reached its target loss.
     pub reached_target: bool,
+    /// Steps skipped by f16 loss scaling.
     pub skipped_steps: usize,
 }
 

@@ -14,10 +14,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Activation {
+    /// max(0, z).
     Relu,
+    /// tanh(z).
     Tanh,
+    /// 1 / (1 + e^-z).
     Sigmoid,
+    /// z · sigmoid(z) (its derivative needs z: the fused GPU kernels keep it).
     Silu,
+    /// z · Φ(z), tanh approximation (its derivative needs z).
     Gelu,
 }
 
@@ -25,7 +30,9 @@ pub enum Activation {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Loss {
+    /// Mean squared error.
     Mse,
+    /// Mean absolute error.
     L1,
     /// Huber with delta = 1 (PyTorch's `HuberLoss()` default).
     Huber,
@@ -35,10 +42,13 @@ pub enum Loss {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum OptimizerKind {
+    /// Plain SGD.
     Sgd,
     /// SGD with momentum 0.9, no dampening (PyTorch's semantics).
     Momentum,
+    /// Adam (β = 0.9, 0.999; ε = 1e-8).
     Adam,
+    /// Adam with decoupled weight decay (PyTorch's AdamW).
     Adamw,
 }
 
@@ -57,6 +67,7 @@ impl OptimizerKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Schedule {
+    /// The same learning rate at every step.
     Constant,
     /// Cosine decay from lr to 0 over the run.
     Cosine,
@@ -68,8 +79,11 @@ pub enum Schedule {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
+    /// f32 throughout (exact f32, no TF32).
     F32,
+    /// f16 compute with f32 master weights and dynamic loss scaling (tensor cores where the device has them).
     F16,
+    /// bf16 compute with f32 master weights (tensor cores where the device has them).
     Bf16,
 }
 
@@ -99,11 +113,15 @@ pub enum EngineKind {
 /// Shape of the MLP: `inputs -> hidden x layers -> outputs`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelSpec {
+    /// Input features a point.
     pub inputs: usize,
+    /// Width of every hidden layer.
     pub hidden: usize,
     /// Number of hidden layers (1 = the seed's Linear-ReLU-Linear).
     pub layers: usize,
+    /// Targets a point.
     pub outputs: usize,
+    /// Hidden-layer activation.
     pub activation: Activation,
 }
 
@@ -130,12 +148,19 @@ pub struct TrainConfig {
     /// The points: a built-in task or a CSV file.
     #[serde(flatten)]
     pub data: Data,
+    /// Points of a built-in task (a CSV or arrays bring their own).
     pub n: usize,
+    /// The MLP's shape.
     pub model: ModelSpec,
+    /// Training loss.
     pub loss: Loss,
+    /// Optimizer.
     pub optimizer: OptimizerKind,
+    /// Learning rate (before the schedule).
     pub lr: f64,
+    /// Weight decay (L2 for SGD and Adam, decoupled for AdamW).
     pub weight_decay: f64,
+    /// Learning-rate schedule.
     pub schedule: Schedule,
     /// Optimizer steps.
     pub steps: usize,
@@ -143,7 +168,9 @@ pub struct TrainConfig {
     pub batch_size: Option<usize>,
     /// Micro-batches per optimizer step (loss divided by this).
     pub accumulate: usize,
+    /// Compute precision.
     pub precision: Precision,
+    /// Seed of the data, the initial weights and the batches.
     pub seed: u64,
     /// Clip each parameter tensor's gradient to this L2 norm (Burn's `Norm` clipping).
     #[serde(default, skip_serializing_if = "Option::is_none")]
