@@ -8,6 +8,8 @@
 //! front door for programs: arrays in, a model out). The command line lives
 //! in the binary (`src/main.rs`, `src/cli/`).
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod batches;
 pub mod bench;

@@ -19,6 +19,7 @@ const LOCK: &str = ".lock";
 /// A folder held by this run until the value is dropped (or the process ends).
 #[derive(Debug)]
 pub struct RunDir {
+    /// The folder.
     pub path: PathBuf,
     _lock: File,
 }

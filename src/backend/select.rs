@@ -9,7 +9,9 @@ use crate::error::{FerroError, Result};
 /// The device a run will use: a typed backend and the adapter behind it.
 #[derive(Clone, Debug)]
 pub struct Target {
+    /// The backend it runs on.
     pub backend: Backend,
+    /// The device.
     pub info: DeviceInfo,
 }
 

@@ -15,16 +15,22 @@ use std::path::PathBuf;
 /// Everything a bench produced.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BenchRecord {
+    /// The job every row ran.
     pub config: TrainConfig,
     /// Timed runs a row (`--runs`; the field keeps its first name).
     pub reps: usize,
     /// Untimed runs before them (records from before `--warmup` had one).
     #[serde(default = "one")]
     pub warmup: usize,
+    /// The row the others are compared with.
     pub baseline: String,
+    /// The devices and drivers found.
     pub adapters: Inventory,
+    /// Versions of ferrofit, Burn and CubeCL.
     pub versions: Versions,
+    /// One row a device, engine or peer.
     pub rows: Vec<BenchRow>,
+    /// What could not run, and why.
     pub skipped: Vec<Skipped>,
 }
 
@@ -51,9 +57,13 @@ impl BenchRecord {
 /// Where to write exports.
 #[derive(Clone, Debug, Default)]
 pub struct Exports {
+    /// `--export-json FILE`.
     pub json: Option<PathBuf>,
+    /// `--export-csv FILE`.
     pub csv: Option<PathBuf>,
+    /// `--export-markdown FILE`.
     pub markdown: Option<PathBuf>,
+    /// `--plot FILE` (.svg or .png).
     pub plot: Option<PathBuf>,
 }
 

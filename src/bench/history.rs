@@ -45,9 +45,13 @@ pub struct History {
 /// The previous measurement of a row, for comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Previous {
+    /// When it was measured (SQLite's `datetime('now')`, UTC).
     pub when: String,
+    /// Median time, seconds.
     pub median: f64,
+    /// Final loss.
     pub final_loss: f64,
+    /// ferrofit's version.
     pub version: String,
 }
 

@@ -10,6 +10,7 @@ use crate::error::Result;
 
 /// Something that runs the job once; the real one trains on a device, tests use a mock.
 pub trait Trainer {
+    /// Trains `cfg` once and says how it went.
     fn run(&mut self, cfg: &TrainConfig) -> Result<TrainOutcome>;
 }
 
@@ -23,7 +24,9 @@ impl<F: FnMut(&TrainConfig) -> Result<TrainOutcome>> Trainer for F {
 /// clocks), then `runs` timed.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
+    /// Untimed runs first.
     pub warmup: usize,
+    /// Timed runs.
     pub runs: usize,
 }
 

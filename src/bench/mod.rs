@@ -19,14 +19,17 @@ pub struct BenchRow {
     pub name: String,
     /// `cpu`, `cuda`, `vulkan`, ...
     pub backend: String,
+    /// The device, as `ferrofit devices` names it.
     pub device: String,
     /// Seconds for the whole job (all steps), one sample per repetition.
     pub samples: Vec<f64>,
+    /// The timed runs' statistics.
     pub summary: Summary,
     /// Per-step latency over one run that waits for the device after every step.
     pub step_latency: Option<Summary>,
     /// Warm-up run's first step: compilation, autotune, allocation.
     pub first_step_seconds: Option<f64>,
+    /// Final loss (median over the runs).
     pub final_loss: f64,
     /// Points × steps per second at the median.
     pub throughput: f64,
@@ -40,6 +43,7 @@ pub struct BenchRow {
     pub step_seconds: Vec<f64>,
     /// Times faster than the baseline row, and its propagated σ.
     pub relative: Option<(f64, f64)>,
+    /// How the engine ran, or why auto chose it.
     pub note: Option<String>,
     /// What makes these times doubtful (outliers), said beside the table.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -49,8 +53,11 @@ pub struct BenchRow {
 /// A row that could not run, and why.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Skipped {
+    /// The row it would have been.
     pub name: String,
+    /// Its backend.
     pub backend: String,
+    /// Why it did not run.
     pub reason: String,
 }
 

@@ -7,14 +7,21 @@ use serde::{Deserialize, Serialize};
 /// Summary of a set of timings (seconds).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
+    /// Timed runs.
     pub runs: usize,
+    /// Median, seconds.
     pub median: f64,
+    /// Mean, seconds.
     pub mean: f64,
     /// Sample standard deviation (n - 1).
     pub stddev: f64,
+    /// Fastest, seconds.
     pub min: f64,
+    /// Slowest, seconds.
     pub max: f64,
+    /// 95th percentile, seconds.
     pub p95: f64,
+    /// 99th percentile, seconds.
     pub p99: f64,
     /// stddev / mean: the run-to-run "jitter".
     pub cv: f64,

@@ -14,9 +14,13 @@ pub enum Unit {
 /// An axis over `[lo, hi]` (data units, not logarithms).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
+    /// Lowest value shown.
     pub lo: f64,
+    /// Highest value shown.
     pub hi: f64,
+    /// Logarithmic scale.
     pub log: bool,
+    /// Unit of the values.
     pub unit: Unit,
     /// Distance between linear ticks (unused on log axes).
     step: f64,

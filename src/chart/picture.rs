@@ -20,9 +20,13 @@ const CURVE_H: f64 = 240.0;
 pub struct Row<'a> {
     /// `ferrofit fused`, `jax jit`, ...
     pub name: &'a str,
+    /// The backend and device it ran on.
     pub backend: &'a str,
+    /// Median time, seconds.
     pub median: f64,
+    /// Fastest run, seconds.
     pub min: f64,
+    /// Slowest run, seconds.
     pub max: f64,
     /// Loss against time (empty for peers): the lower panel.
     pub curve: &'a [LossPoint],

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 /// What the checks examine: a device that trains and computes gradients. The
 /// real one is a [`Target`]; tests use broken fakes to prove the checks catch them.
 pub trait Subject {
+    /// The backend it trains on.
     fn backend(&self) -> Backend;
     /// Trains from `init`, on `data` if given (else the task's).
     fn train_from(
@@ -62,15 +63,20 @@ impl Subject for Target {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The check held.
     Pass,
+    /// Worth knowing; training still works.
     Warn,
+    /// The check failed: training on this device would be wrong or fail.
     Fail,
 }
 
 /// One check's outcome on one device.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Finding {
+    /// The check's name.
     pub check: String,
+    /// How it came out.
     pub severity: Severity,
     /// What was measured.
     pub detail: String,
@@ -103,17 +109,23 @@ impl Finding {
 /// One device's findings, as `doctor --json` writes them.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceReport {
+    /// The backend checked, as `ferrofit devices` names it.
     pub backend: String,
+    /// The device checked.
     pub device: crate::backend::devices::DeviceInfo,
+    /// What each check found.
     pub findings: Vec<Finding>,
 }
 
 /// What `doctor --json` writes: every device checked, and what could not be probed.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DoctorRecord {
+    /// Why an API found nothing (not compiled in, no driver).
     #[serde(default)]
     pub notes: Vec<String>,
+    /// One report a device.
     pub devices: Vec<DeviceReport>,
+    /// Whether any check failed (the exit status is then 1).
     pub failed: bool,
     /// The kernel cache's state (`ferrofit cache`).
     #[serde(default)]

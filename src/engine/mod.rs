@@ -73,7 +73,9 @@ pub fn flat_gradient(e: &mut dyn FlatEngine, batch: &Batch) -> Result<Vec<f32>> 
 
 /// A built engine, with what it can do in its type.
 pub enum Engine {
+    /// The general (Burn autodiff) engine.
     General(Box<dyn StepEngine>),
+    /// A fused engine (CPU kernel or GPU kernels).
     Fused(Box<dyn FlatEngine>),
 }
 

@@ -5,7 +5,9 @@ use num_traits::Float;
 
 /// A float with the functions the activations need (erf is not in `num_traits`).
 pub trait Real: Float + Send + Sync + 'static {
+    /// The error function.
     fn erf(self) -> Self;
+    /// `v` in this type.
     fn lit(v: f64) -> Self;
 }
 

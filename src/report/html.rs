@@ -17,8 +17,11 @@ use std::path::Path;
 
 /// What a JSON file holds, read typed.
 pub enum Record {
+    /// A `train --json` or `run.json` record.
     Train(Box<RunRecord>),
+    /// A `bench --export-json` record.
     Bench(Box<BenchRecord>),
+    /// A `doctor --json` record.
     Doctor(DoctorRecord),
 }
 

@@ -30,8 +30,11 @@ use std::path::PathBuf;
 
 /// A finished run: what happened, the trained weights and which engine ran.
 pub struct RunResult {
+    /// Steps, times and the loss curve.
     pub outcome: TrainOutcome,
+    /// The trained weights.
     pub params: Params,
+    /// The engine that ran.
     pub engine: EngineKind,
     /// Why `auto` chose the general engine, when it did, and how the engine
     /// ran (the fused GPU kernel's launch scheme, the replicas).

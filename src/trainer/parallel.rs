@@ -44,7 +44,9 @@ pub fn shard(b: &Batch, r: usize, d: usize) -> Batch {
 
 /// What every replica of one run shares.
 pub struct Shared<'a> {
+    /// The job.
     pub cfg: &'a TrainConfig,
+    /// Where it starts and keeps checkpoints.
     pub ctl: &'a Control,
     /// A checkpoint's optimizer state to start from.
     pub opt: Option<&'a OptState>,

@@ -14,13 +14,17 @@ use std::path::{Path, PathBuf};
 /// One cached winner.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The configuration that won.
     pub candidate: Candidate,
     /// Steps the winner took to reach the target (what `train --tuned` runs).
     pub steps: usize,
+    /// The loss it had to reach.
     pub target_loss: f64,
     /// The winner's time to target and the job-as-given's, in seconds.
     pub seconds: f64,
+    /// The job as given, in seconds (the time it beat).
     pub baseline_seconds: f64,
+    /// ferrofit's version that measured it.
     pub ferrofit_version: String,
 }
 

@@ -10,11 +10,15 @@ use serde::{Deserialize, Serialize};
 /// The knobs `tune` sets; everything else comes from the job.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
+    /// Engine.
     pub engine: EngineKind,
+    /// Compute precision.
     pub precision: Precision,
     /// Points per micro-batch (`None`: full batch).
     pub batch_size: Option<usize>,
+    /// Micro-batches a step (gradient accumulation).
     pub accumulate: usize,
+    /// Learning rate.
     pub lr: f64,
     /// GPU fused kernel tile (`None`: the default).
     pub points_per_unit: Option<usize>,

@@ -17,6 +17,7 @@ use trial::{trial, Search};
 
 /// Runs one configuration once (the real one trains on a device).
 pub trait Runner {
+    /// Trains `cfg` once on `engine` and says how it went.
     fn run(&mut self, engine: EngineKind, cfg: &TrainConfig) -> Result<TrainOutcome>;
 }
 
@@ -29,14 +30,19 @@ impl<F: FnMut(EngineKind, &TrainConfig) -> Result<TrainOutcome>> Runner for F {
 /// One configuration's result: its fastest run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Trial {
+    /// The configuration tried.
     pub candidate: Candidate,
+    /// Its label in the report.
     pub label: String,
     /// Seconds of the fastest run: to the target, or until it was cut off.
     pub seconds: f64,
+    /// Timed runs.
     pub runs: usize,
+    /// Whether every run reached the target loss.
     pub reached: bool,
     /// Steps the fastest run took.
     pub steps: usize,
+    /// Final loss (median over the runs).
     pub final_loss: f64,
     /// Why it stopped short: cut off (could not win any more), diverged, failed.
     pub note: Option<String>,
@@ -69,6 +75,7 @@ impl Default for Settings {
 /// Everything a search found.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The loss every trial had to reach.
     pub target_loss: f64,
     /// The job as given (the time to beat).
     pub baseline: Trial,

@@ -201,7 +201,9 @@ pub fn learn(
 /// table column.
 #[derive(Debug, PartialEq)]
 pub enum RowProblem {
+    /// A missing cell in this table column.
     Missing(usize),
+    /// A cell of this table column that is not what the column holds, and why.
     Bad(usize, String),
 }
 

@@ -17,9 +17,11 @@ pub struct Table {
     /// cells; `ends[i]` is where cell `i` ends): one allocation, not one a cell.
     text: String,
     ends: Vec<usize>,
+    /// Columns a row.
     pub columns: usize,
     /// 1-based line number of each row in the file (for messages).
     pub lines: Vec<usize>,
+    /// The delimiter found.
     pub delimiter: char,
 }
 

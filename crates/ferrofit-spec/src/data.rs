@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "DataFields", into = "DataFields")]
 pub enum Data {
+    /// A built-in task.
     Task(Task),
+    /// A CSV file.
     Csv(CsvSpec),
     /// Arrays the caller passed (`ferrofit::fit`, the Python package).
     Arrays,
@@ -106,6 +108,7 @@ impl Data {
 /// Where user data comes from and which columns are which.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CsvSpec {
+    /// The file.
     pub path: String,
     /// Input columns: comma-separated names or 0-based indices.
     pub inputs: String,

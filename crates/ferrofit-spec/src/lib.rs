@@ -4,6 +4,8 @@
 //! model's parameters and the byte formats of the files that hold them (model,
 //! checkpoint), and the error type. Small and dependency-light so fuzz targets build in seconds.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod columns;
 pub mod config;

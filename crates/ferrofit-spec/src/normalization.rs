@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 pub struct Normalization {
     /// The file's input columns.
     pub inputs: Vec<String>,
+    /// Target column names.
     pub targets: Vec<String>,
     /// How each input column becomes model inputs (absent in files written
     /// before text columns were encoded: every column a number).
@@ -18,8 +19,11 @@ pub struct Normalization {
     pub encodings: Vec<Encoding>,
     /// One a model input (a one-hot column counts one a category).
     pub x_mean: Vec<f64>,
+    /// Standard deviation of each model input.
     pub x_std: Vec<f64>,
+    /// Mean of each target.
     pub y_mean: Vec<f64>,
+    /// Standard deviation of each target.
     pub y_std: Vec<f64>,
 }
 

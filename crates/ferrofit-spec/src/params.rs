@@ -10,15 +10,20 @@ use crate::rng::{stream, uniform};
 /// One linear layer: `y = W x + b`, `w` row-major `[fan_out][fan_in]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerParams {
+    /// Inputs of the layer.
     pub fan_in: usize,
+    /// Outputs of the layer.
     pub fan_out: usize,
+    /// Weights, `fan_out × fan_in`, row-major (PyTorch's layout).
     pub w: Vec<f32>,
+    /// Biases, `fan_out`.
     pub b: Vec<f32>,
 }
 
 /// All layers, input to output.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Params {
+    /// The layers, input first.
     pub layers: Vec<LayerParams>,
 }
 

@@ -125,9 +125,13 @@ impl Task {
 /// Row-major points: `x` is `n × inputs`, `y` is `n × outputs`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dataset {
+    /// Inputs, row-major.
     pub x: Vec<f32>,
+    /// Targets, row-major.
     pub y: Vec<f32>,
+    /// Inputs a point.
     pub inputs: usize,
+    /// Targets a point.
     pub outputs: usize,
 }
 

@@ -17,8 +17,11 @@ use crate::task::Dataset;
 /// A CSV job's data, ready to train on.
 #[derive(Clone, Debug)]
 pub struct UserData {
+    /// The rows that train.
     pub train: Dataset,
+    /// The rows held out for the validation loss.
     pub val: Option<Dataset>,
+    /// The standardisation, from the training rows.
     pub norm: Normalization,
     /// Rows left out for a missing cell (`--missing drop`).
     pub dropped: usize,
@@ -151,7 +154,9 @@ pub fn from_table(table: &Table, spec: &CsvSpec, seed: u64) -> Result<UserData> 
 
 /// Names and encodings of a job's columns.
 pub struct Columns {
+    /// Input column names.
     pub inputs: Vec<String>,
+    /// Target column names.
     pub targets: Vec<String>,
     /// One an input column.
     pub encodings: Vec<Encoding>,

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::model::Params;
 use crate::task::Dataset;
 
+/// The CPU platform (Burn's flex backend, the fused CPU kernel).
 pub struct Cpu;
 
 impl Platform for Cpu {

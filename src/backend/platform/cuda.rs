@@ -12,6 +12,7 @@ use crate::task::Dataset;
 use burn::backend::cuda::CudaDevice;
 use cubecl::cuda::CudaRuntime;
 
+/// The CUDA platform (CubeCL's CUDA runtime).
 pub struct Cuda;
 
 fn device(t: &Target) -> CudaDevice {

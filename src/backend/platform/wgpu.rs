@@ -15,6 +15,7 @@ use cubecl::wgpu::{init_setup, Dx12, Metal, RuntimeOptions, Vulkan, WgpuDevice, 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+/// The wgpu platform (Vulkan, DX12, Metal through CubeCL's wgpu runtime).
 pub struct Wgpu;
 
 static READY: Mutex<Option<HashMap<(WgpuApi, usize), WgpuDevice>>> = Mutex::new(None);

@@ -6,7 +6,9 @@ use crate::config::OptimizerKind;
 
 /// Adam's β1, β2 and ε (PyTorch's defaults), shared with the general engine.
 pub const BETA1: f32 = 0.9;
+/// Adam's β2.
 pub const BETA2: f32 = 0.999;
+/// Adam's ε.
 pub const EPSILON: f32 = 1e-8;
 /// Momentum factor of `--optimizer momentum`.
 pub const MOMENTUM: f32 = 0.9;

@@ -8,7 +8,9 @@ use burn::tensor::Distribution;
 
 /// `x` `[n, inputs]` and `y` `[n, outputs]` on one device.
 pub struct DeviceData<B: Backend> {
+    /// Inputs, one row a point.
     pub x: Tensor<B, 2>,
+    /// Targets, one row a point.
     pub y: Tensor<B, 2>,
 }
 

@@ -11,6 +11,7 @@ use burn::tensor::FloatDType;
 /// Linear layers with an activation between them (none after the last).
 #[derive(Module, Debug)]
 pub struct Mlp<B: Backend> {
+    /// The layers, input first.
     pub layers: Vec<Linear<B>>,
 }
 

@@ -7,10 +7,12 @@ use crate::config::Precision;
 /// Scale state.
 #[derive(Clone, Debug)]
 pub struct LossScaler {
+    /// The current loss scale.
     pub scale: f32,
     enabled: bool,
     good_steps: usize,
     growth_interval: usize,
+    /// Steps skipped for an overflow so far.
     pub skipped: usize,
 }
 

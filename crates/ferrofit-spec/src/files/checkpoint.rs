@@ -15,7 +15,9 @@ use std::collections::HashMap;
 /// An optimizer's state as flat vectors (empty where the optimizer keeps none).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OptState {
+    /// Momentum or Adam's first moments.
     pub m: Vec<f32>,
+    /// Adam's second moments.
     pub v: Vec<f32>,
     /// Updates applied so far (Adam's bias correction, momentum's first step).
     pub t: i32,
@@ -26,8 +28,11 @@ pub struct OptState {
 pub struct Checkpoint {
     /// Optimizer steps completed.
     pub step: usize,
+    /// The job, as validated.
     pub config: TrainConfig,
+    /// The weights.
     pub params: Params,
+    /// The optimizer's state.
     pub opt: OptState,
     /// The backend (`--backend` name) and device index that wrote it; a resume
     /// continues there unless told otherwise.

@@ -18,8 +18,11 @@ type Result<T> = std::result::Result<T, String>;
 /// `--csv` run, the standardisation of inputs and targets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavedModel {
+    /// Weights and biases.
     pub params: Params,
+    /// Hidden-layer activation.
     pub activation: Activation,
+    /// The standardisation, when the model has one.
     pub normalization: Option<Normalization>,
 }
 

@@ -21,6 +21,7 @@ pub struct Buffers {
     pub half: Handle,
     /// First and second optimizer moments, `np + 1` each.
     pub m: Handle,
+    /// Adam's second moments (np + 1).
     pub v: Handle,
     /// The gradient (and loss) carried between micro-batches, `np + 1`.
     pub carry: Handle,

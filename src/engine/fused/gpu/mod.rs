@@ -17,6 +17,8 @@
 
 pub mod buffers;
 mod engine;
+// CubeCL's derives and `#[cube]` generate public items without docs.
+#[allow(missing_docs)]
 pub mod kernels;
 pub mod launch;
 pub mod shape;

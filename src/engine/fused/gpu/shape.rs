@@ -10,14 +10,19 @@ use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
 /// The model a kernel trains and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shape {
+    /// Input features a point.
     pub inputs: usize,
     /// Width of every hidden layer.
     pub hidden: usize,
     /// Number of hidden layers.
     pub layers: usize,
+    /// Targets a point.
     pub outputs: usize,
+    /// Hidden-layer activation.
     pub act: Activation,
+    /// Training loss.
     pub loss: Loss,
+    /// Optimizer.
     pub opt: OptimizerKind,
 }
 

@@ -60,8 +60,11 @@ impl<F: Float> Points<F> {
 /// their gradient times `scale`.
 #[derive(CubeType, CubeLaunch, Clone, Copy)]
 pub struct Batch<F: Float + CubeElement> {
+    /// First point of the micro-batch (or of its index list).
     pub start: u32,
+    /// Points in it.
     pub count: u32,
+    /// What each point's gradient is multiplied by (1 / points of the step).
     pub scale: F,
 }
 
@@ -69,9 +72,13 @@ pub struct Batch<F: Float + CubeElement> {
 /// `stride` apart; `use_idx`: the batch lists its points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileRows {
+    /// Points a tile.
     pub tile: usize,
+    /// Inputs a point.
     pub inputs: usize,
+    /// Row stride in the tile buffer.
     pub stride: usize,
+    /// Points come from the index list.
     pub use_idx: bool,
 }
 
@@ -108,10 +115,15 @@ impl<F: Float + CubeElement> Points<F> {
 /// gradient is multiplied by `scale`.
 #[derive(CubeType, Clone, Copy)]
 pub struct Walk<F: Float> {
+    /// First point of the micro-batch.
     pub start: u32,
+    /// Points in it.
     pub count: u32,
+    /// This unit's first point.
     pub first: usize,
+    /// Distance to its next point.
     pub stride: usize,
+    /// What each point's gradient is multiplied by.
     pub scale: F,
 }
 
@@ -119,9 +131,13 @@ pub struct Walk<F: Float> {
 /// (`[loss, 1 if a persistent launch failed]`).
 #[derive(CubeType, CubeLaunch)]
 pub struct State<F: Float> {
+    /// Master weights (np).
     pub params: Array<F>,
+    /// Momentum or Adam's first moments (np + 1).
     pub m: Array<F>,
+    /// Adam's second moments (np + 1).
     pub v: Array<F>,
+    /// `[loss, 1 if a persistent launch failed]`.
     pub loss: Array<F>,
 }
 
@@ -129,10 +145,15 @@ pub struct State<F: Float> {
 /// corrections, and whether this is the optimizer's first step (not 0).
 #[derive(CubeType, CubeLaunch, Clone, Copy)]
 pub struct Rule<F: Float + CubeElement> {
+    /// Learning rate.
     pub lr: F,
+    /// Weight decay.
     pub wd: F,
+    /// Adam's bias correction 1 - β1^t.
     pub bias1: F,
+    /// Adam's bias correction 1 - β2^t.
     pub bias2: F,
+    /// 1 on the optimizer's first step, else 0.
     pub first: u32,
 }
 
@@ -141,7 +162,10 @@ pub struct Rule<F: Float + CubeElement> {
 /// a cube sets when it gives up waiting.
 #[derive(CubeType, CubeLaunch)]
 pub struct Exchange {
+    /// Every cube's published gradient row (double-buffered).
     pub rows: Array<Atomic<u32>>,
+    /// Every cube's mailbox of totals (double-buffered).
     pub totals: Array<Atomic<u32>>,
+    /// Set by a cube that gave up waiting.
     pub status: Array<Atomic<u32>>,
 }

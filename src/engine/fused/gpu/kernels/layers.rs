@@ -32,10 +32,15 @@ pub fn hidden_rows(act: Activation) -> usize {
 /// the δ of a hidden layer below is wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Layer {
+    /// Points a tile.
     pub tile: usize,
+    /// Width of the layer's input.
     pub in_w: usize,
+    /// Width of its output.
     pub out_w: usize,
+    /// Hidden-layer activation.
     pub act: Activation,
+    /// Backward: whether the δ of a hidden layer below is wanted.
     pub below: bool,
 }
 
@@ -44,8 +49,11 @@ pub struct Layer {
 /// a forward, δ backward) from `dst` in the tile buffer.
 #[derive(CubeType, Clone, Copy)]
 pub struct At {
+    /// Offset of the layer's weights in the flat parameters.
     pub off: usize,
+    /// Offset of its input rows in the tile buffer.
     pub src: usize,
+    /// Offset of its output rows (z and a forward, δ backward).
     pub dst: usize,
 }
 

@@ -81,11 +81,17 @@ fn await_tagged<F: Float>(
 /// continue); a wait gives up after about `spin_limit` polls.
 #[derive(CubeType, CubeLaunch)]
 pub struct Plan<F: Float + CubeElement> {
+    /// Per step, [`PLAN_U`] values: start, len.
     pub u: Array<u32>,
+    /// Per step, [`PLAN_F`] values: lr, bias1, bias2, scale, first.
     pub f: Array<F>,
+    /// Steps this launch runs.
     pub steps: u32,
+    /// Steps earlier launches ran on the same exchange buffers.
     pub epoch: u32,
+    /// Polls after which a wait gives up.
     pub spin_limit: u32,
+    /// Weight decay.
     pub wd: F,
 }
 

@@ -27,10 +27,15 @@ pub enum Kind {
 /// A sum as compiled: its kind, the tile and the model's widths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Sum {
+    /// Which sum.
     pub kind: Kind,
+    /// Points a tile.
     pub tile: usize,
+    /// Inputs a point.
     pub inputs: usize,
+    /// Width of the hidden layers.
     pub hidden: usize,
+    /// Outputs a point.
     pub outputs: usize,
 }
 
