@@ -177,7 +177,11 @@ fn listing(dir: &Path) -> String {
 
 /// `Ok` when the folder matches its seal or holds nothing yet.
 pub fn check(dir: &Path) -> std::result::Result<(), &'static str> {
-    let now = listing(dir);
+    check_listing(dir, &listing(dir))
+}
+
+/// [`check`] with the folder's [`listing`] already made.
+fn check_listing(dir: &Path, now: &str) -> std::result::Result<(), &'static str> {
     match std::fs::read_to_string(dir.join(SEAL)) {
         Ok(seal) if seal == now => Ok(()),
         Ok(_) => Err("does not match its seal (damaged or left by a crash)"),
@@ -210,14 +214,15 @@ pub fn describe(root: &Path) -> Vec<(String, u64, std::result::Result<(), &'stat
         .flatten()
     {
         let dir = e.path();
-        let size = listing(&dir)
+        let now = listing(&dir);
+        let size = now
             .lines()
             .filter_map(|l| l.split(' ').nth(1)?.parse::<u64>().ok())
             .sum();
         out.push((
             e.file_name().to_string_lossy().to_string(),
             size,
-            check(&dir),
+            check_listing(&dir, &now),
         ));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));

@@ -76,6 +76,15 @@ impl Table {
         Ok(out)
     }
 
+    /// A data error at row `r` of the file `origin` (its line in the message).
+    pub fn error_at(&self, origin: &str, r: usize, detail: String) -> crate::FerroError {
+        crate::FerroError::Data {
+            path: origin.to_string(),
+            line: self.lines.get(r).copied().unwrap_or(0),
+            detail,
+        }
+    }
+
     /// The text of row `r`'s cell in column `c` (0-based, both in range).
     pub fn cell(&self, r: usize, c: usize) -> &str {
         let i = r * self.columns + c;

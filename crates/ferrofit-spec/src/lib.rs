@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod choices;
 pub mod columns;
 pub mod config;
 pub mod csv;
@@ -16,6 +17,7 @@ pub mod files;
 pub mod knobs;
 pub mod normalization;
 pub mod params;
+pub mod predict_inputs;
 pub mod rng;
 pub mod task;
 pub mod userdata;

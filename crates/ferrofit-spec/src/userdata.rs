@@ -11,6 +11,7 @@ use crate::csv::{self, Table};
 use crate::error::{FerroError, Result};
 pub use crate::normalization::Normalization;
 use crate::normalization::{standardise, stats};
+pub use crate::predict_inputs::model_inputs;
 use crate::rng::{stream, uniform};
 use crate::task::Dataset;
 
@@ -35,11 +36,7 @@ pub fn load(spec: &CsvSpec, seed: u64) -> Result<UserData> {
 
 /// An error at row `r` of `table` (its file line in the message).
 fn at(spec: &CsvSpec, table: &Table, r: usize, detail: String) -> FerroError {
-    FerroError::Data {
-        path: spec.path.clone(),
-        line: table.lines.get(r).copied().unwrap_or(0),
-        detail,
-    }
+    table.error_at(&spec.path, r, detail)
 }
 
 /// [`load`] on a table already read.
@@ -227,54 +224,6 @@ pub fn split(xs: Vec<f32>, ys: Vec<f32>, columns: Columns, val_split: f64, seed:
         norm,
         dropped: 0,
     }
-}
-
-/// A table's rows as model inputs for `predict`: `cols` encoded as the
-/// model's [`Normalization`] says (numbers when there is none), in model
-/// units. Rows with a missing cell are left out when `drop_missing`, else an
-/// error; the second value says which rows are in.
-pub fn model_inputs(
-    table: &Table,
-    origin: &str,
-    cols: &[usize],
-    norm: Option<&Normalization>,
-    missing: &columns::Missing,
-    drop_missing: bool,
-) -> Result<(Vec<f32>, Vec<bool>)> {
-    let encodings = norm.map_or_else(|| vec![Encoding::Number; cols.len()], |n| n.encodings());
-    let bad = |r: usize, detail: String| FerroError::Data {
-        path: origin.to_string(),
-        line: table.lines.get(r).copied().unwrap_or(0),
-        detail,
-    };
-    let (mut x, mut present) = (Vec::new(), Vec::with_capacity(table.rows()));
-    for r in 0..table.rows() {
-        let before = x.len();
-        match columns::encode_row(table, r, cols, &encodings, missing, &mut x) {
-            Ok(()) => present.push(true),
-            Err(RowProblem::Missing(_)) if drop_missing => {
-                x.truncate(before);
-                present.push(false);
-            }
-            Err(RowProblem::Missing(c)) => {
-                return Err(bad(
-                    r,
-                    format!(
-                        "column `{}` is missing (`{}`): pass --missing drop to leave such rows without a prediction, or fill the cell",
-                        table.column_name(c),
-                        table.cell(r, c)
-                    ),
-                ))
-            }
-            Err(RowProblem::Bad(c, why)) => {
-                return Err(bad(r, format!("column `{}`: {why}", table.column_name(c))))
-            }
-        }
-    }
-    if let Some(n) = norm {
-        n.inputs_to_model(&mut x);
-    }
-    Ok((x, present))
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
+use crate::engine::fused::gpu::kernels::ops::cubes_by_shared;
 use crate::engine::fused::gpu::kernels::tensor::{
     cast_params, takes, tensor_grad, tile_bytes, tile_points,
 };
@@ -42,7 +43,7 @@ fn registers_per_unit(hidden: usize) -> usize {
 /// memory (`per_sm_shared` bytes; 1 KiB of it the driver keeps per cube) and
 /// by registers.
 pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
-    let by_shared = per_sm_shared / (tile_bytes(s, tile) + 1024);
+    let by_shared = cubes_by_shared(tile_bytes(s, tile), per_sm_shared);
     let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden) * CUBE_UNITS as usize);
     by_shared.min(by_registers).max(1)
 }

@@ -12,6 +12,15 @@ use cubecl::prelude::*;
 
 /// Units per cube of the fused kernels (a power of two, for the tree reductions).
 pub const CUBE_UNITS: u32 = 256;
+
+/// Shared memory a driver keeps for each resident cube, in bytes (CUDA: 1 KiB).
+const DRIVER_SHARED_PER_CUBE: usize = 1024;
+
+/// Cubes taking `bytes` of shared memory each that one multiprocessor of
+/// `per_sm_shared` bytes holds at once (0 when not one fits).
+pub fn cubes_by_shared(bytes: usize, per_sm_shared: usize) -> usize {
+    per_sm_shared / (bytes + DRIVER_SHARED_PER_CUBE)
+}
 /// Accumulators reduced together per round of the shared-memory tree reduction.
 pub const ROWS: usize = 8;
 /// Whether the fused kernels reduce with plane sums on a device whose

@@ -29,7 +29,7 @@ use crate::engine::fused::gpu::kernels::layers::{
     backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
 };
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
-use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::kernels::ops::{cube_sum, cubes_by_shared};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
@@ -87,8 +87,7 @@ pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
 /// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver
 /// keeps 1 KiB a cube), at least 1.
 pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
-    let bytes = (tile * tile_values(s) + LOSS_SCRATCH) * 4;
-    (per_sm_shared / (bytes + 1024)).max(1)
+    cubes_by_shared((tile * tile_values(s) + LOSS_SCRATCH) * 4, per_sm_shared).max(1)
 }
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
