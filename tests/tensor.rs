@@ -44,6 +44,8 @@ fn cases() -> Vec<(ModelSpec, Loss, usize)> {
         (m(2, 16, 2, 3, Activation::Tanh), Loss::Huber, 333),
         (m(3, 32, 3, 2, Activation::Sigmoid), Loss::L1, 257),
         (m(16, 48, 8, 4, Activation::Tanh), Loss::Mse, 129),
+        // Eight layers of 128: the weights fit beside no tile (streamed).
+        (m(1, 128, 8, 1, Activation::Relu), Loss::Mse, 777),
         // Enough points that every cube takes several tiles.
         (m(1, 64, 3, 1, Activation::Relu), Loss::Huber, 150_001),
     ]

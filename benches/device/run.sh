@@ -27,7 +27,10 @@
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
 #   profile [HxL ...]     Nsight Compute on one tensor-core launch (bf16, N = 1e6): launch,
-#                         occupancy, warp stalls, throughput (default 64x3 128x4)
+#                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
+#   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
+#                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 128,streamed,held; `auto`: the
+#                         engine's choice), alternately, twice each
 # Set REPS (default 5) to change the number of timed runs.
 set -u
 suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
@@ -180,10 +183,24 @@ profile)
     /usr/local/cuda/bin/ncu --kernel-name regex:tensor_grad --launch-skip 2 --launch-count 1 \
       --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --print-details all \
       $B train --backend cuda --engine fused --precision bf16 \
       --hidden "${hl%x*}" --layers "${hl#*x}" --steps 4 > "$OUT/profile_$hl.txt" 2>&1
     grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Duration|Compute \(SM\)|Memory Throughput" "$OUT/profile_$hl.txt"
   done
+  ;;
+plans)
+  hl=${1:?usage: run.sh plans HxL PLAN ...}
+  shift
+  for round in 1 2; do
+    for plan in "$@"; do
+      echo "== $hl $plan round $round"
+      if [ "$plan" = auto ]; then unset FERROFIT_TENSOR_PLAN; else export FERROFIT_TENSOR_PLAN=$plan; fi
+      timeout 200 $B bench --reps "$REPS" --no-history --engine fused --backends cuda \
+        --precision bf16 --hidden "${hl%x*}" --layers "${hl#*x}" 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
+    done
+  done | tee "$OUT/plans_$hl.txt"
+  unset FERROFIT_TENSOR_PLAN
   ;;
 *)
   echo "unknown suite '$suite' (see the header of $0)" >&2

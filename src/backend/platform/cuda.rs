@@ -4,7 +4,7 @@
 use super::{Platform, Target};
 use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::envelope;
-use crate::engine::fused::gpu::tensor::tensor_tile;
+use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
@@ -53,7 +53,7 @@ impl Platform for Cuda {
         envelope::check_gpu(cfg)?;
         if cfg.precision != Precision::F32 {
             let client = <CudaRuntime as cubecl::Runtime>::client(&device(t));
-            tensor_tile(&client, cfg)?;
+            tensor_plan(&client, cfg)?;
         }
         Ok(())
     }

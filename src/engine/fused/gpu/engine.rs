@@ -19,7 +19,7 @@ use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
-use crate::engine::fused::gpu::tensor::tensor_tile;
+use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -107,9 +107,9 @@ impl<R: Runtime> GpuFused<R> {
         let m = &cfg.model;
         // Half precision runs on the tensor cores (the platform checked the device).
         let tensor = (cfg.precision != Precision::F32)
-            .then(|| tensor_tile(&client, cfg).ok())
+            .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
-        let tile = tensor.or_else(|| {
+        let tile = tensor.map(|p| p.tile).or_else(|| {
             (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
                 let shared = client.properties().hardware.max_shared_memory_size;
                 tile_points(&Shape::of(cfg), shared)
@@ -138,6 +138,8 @@ impl<R: Runtime> GpuFused<R> {
                 lanes,
                 tile: tile.unwrap_or(0),
                 tensor: tensor.is_some(),
+                streamed: tensor.is_some_and(|p| p.streamed),
+                units: tensor.map_or(0, |p| p.units),
             },
             software,
             persistent: None,
@@ -194,8 +196,14 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
         if let Some(tile) = self.tile().filter(|_| self.pass.tensor) {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
-                 {tile} points a tile, two launches per step",
-                self.cfg.precision.name()
+                 {tile} points a tile, {} units a workgroup, weights {}, two launches per step",
+                self.cfg.precision.name(),
+                self.pass.units,
+                if self.pass.streamed {
+                    "read from global memory"
+                } else {
+                    "in shared memory"
+                }
             ));
         }
         if let Some(tile) = self.tile() {

@@ -8,7 +8,8 @@
 //!   compiled for;
 //! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
 //! - `tensor`: the host side of the tensor-core pass (does the device run it;
-//!   its launches);
+//!   its launches); `tensor_plan`: its shared-memory layout and tile, and the
+//!   cubes a multiprocessor holds;
 //! - `steps`: the host side of the persistent kernel (queued full-batch steps,
 //!   the per-device grid probe);
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
@@ -24,5 +25,6 @@ pub mod launch;
 pub mod shape;
 pub mod steps;
 pub mod tensor;
+pub mod tensor_plan;
 
 pub use engine::*;

@@ -69,6 +69,11 @@ pub struct Pass {
     pub tile: usize,
     /// The gradient pass runs on tensor cores (`kernels::tensor`).
     pub tensor: bool,
+    /// Tensor cores: the hidden weights read from global memory, not shared
+    /// (`tensor_plan`).
+    pub streamed: bool,
+    /// Tensor cores: units a cube (`tensor_plan`; 0 for the other kernels).
+    pub units: usize,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

@@ -9,11 +9,9 @@ use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
-use crate::engine::fused::gpu::kernels::ops::cubes_by_shared;
-use crate::engine::fused::gpu::kernels::tensor::{
-    cast_params, takes, tensor_grad, tile_bytes, tile_points,
-};
+use crate::engine::fused::gpu::kernels::tensor::{cast_params, tensor_grad};
 use crate::engine::fused::gpu::shape::Shape;
+use crate::engine::fused::gpu::tensor_plan::{plan, resident_cubes, takes, Plan};
 use crate::engine::fused::gpu::GpuFused;
 use crate::error::{FerroError, Result};
 use cubecl::ir::{ElemType, FloatKind};
@@ -22,31 +20,6 @@ use cubecl::server::Handle;
 
 /// Multiprocessors assumed where the runtime does not say.
 const DEFAULT_SMS: usize = 64;
-
-/// 32-bit registers of one multiprocessor (every NVIDIA GPU since Kepler).
-const REGISTERS_PER_SM: usize = 65_536;
-
-/// Registers a unit of `tensor_grad` takes, as Nsight Compute read them on the
-/// H200 (sm_90): 78–80 for widths up to 64, 128 above (the runtime does not say;
-/// docs/results/2026-12-01-h200/profile/). Counting more cubes than the
-/// registers hold launched a partial second wave: 4 a multiprocessor by shared
-/// memory where 3 fit, so a third of the cubes ran after the rest.
-fn registers_per_unit(hidden: usize) -> usize {
-    if hidden <= 64 {
-        80
-    } else {
-        128
-    }
-}
-
-/// Cubes of the tensor-core pass one multiprocessor holds at once, by shared
-/// memory (`per_sm_shared` bytes; 1 KiB of it the driver keeps per cube) and
-/// by registers.
-pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
-    let by_shared = cubes_by_shared(tile_bytes(s, tile), per_sm_shared);
-    let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden) * CUBE_UNITS as usize);
-    by_shared.min(by_registers).max(1)
-}
 
 /// The operand type of `p` on the tensor cores (None for f32).
 fn operand(p: Precision) -> Option<FloatKind> {
@@ -57,9 +30,10 @@ fn operand(p: Precision) -> Option<FloatKind> {
     }
 }
 
-/// Points a tile of the tensor-core pass holds for `cfg` on this device, or
-/// why the device does not run it.
-pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> Result<usize> {
+/// The layout of the tensor-core pass for `cfg` on this device (its tile,
+/// where its weights are read from, its units), or why the device does not
+/// run it.
+pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> Result<Plan> {
     let fail = |reason: String| FerroError::OutsideEnvelope { reason };
     let p = cfg.precision.name();
     let kind = operand(cfg.precision).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
@@ -92,7 +66,7 @@ pub fn tensor_tile<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
             hw.plane_size_min, hw.plane_size_max
         )));
     }
-    tile_points(&shape, hw.max_shared_memory_size).ok_or_else(|| {
+    plan(&shape, hw.max_shared_memory_size).ok_or_else(|| {
         fail(
             "the model's activations do not fit this device's shared memory; use --precision f32"
                 .into(),
@@ -129,11 +103,13 @@ impl<R: Runtime> GpuFused<R> {
         let sms = hw
             .num_streaming_multiprocessors
             .map_or(DEFAULT_SMS, |n| n as usize);
-        let per_sm = resident_cubes(
-            &Shape::of(&self.cfg),
-            self.pass.tile,
-            hw.max_shared_memory_size,
-        );
+        let layout = Plan {
+            tile: self.pass.tile,
+            streamed: self.pass.streamed,
+            units: self.pass.units,
+        };
+        let per_sm =
+            resident_cubes(&Shape::of(&self.cfg), &layout, hw.max_shared_memory_size).max(1);
         let cubes = (sms * per_sm)
             .min(len.div_ceil(self.pass.tile))
             .clamp(1, self.max_cubes);
@@ -153,7 +129,7 @@ impl<R: Runtime> GpuFused<R> {
             tensor_grad::launch_unchecked::<f32, E, R>(
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
+                CubeDim::new_1d(self.pass.units as u32),
                 self.points_arg(idx, len),
                 ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.half.clone(), np),
@@ -164,90 +140,5 @@ impl<R: Runtime> GpuFused<R> {
             );
         }
         self.pending = Some(cubes as u32);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{Activation, Loss, OptimizerKind};
-    use crate::engine::fused::gpu::kernels::mma::group;
-
-    fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
-        Shape {
-            inputs: 1,
-            hidden,
-            layers,
-            outputs: 1,
-            act,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
-    }
-
-    /// The H200's shared memory per cube (opt-in maximum), in bytes.
-    const H200: usize = 227 * 1024;
-
-    #[test]
-    fn deep_models_of_whole_blocks_take_the_tensor_cores() {
-        assert!(takes(&shape(64, 3, Activation::Relu)));
-        assert!(takes(&shape(16, 2, Activation::Tanh)));
-        assert!(!takes(&shape(64, 1, Activation::Relu)), "one hidden layer");
-        assert!(
-            !takes(&shape(10, 3, Activation::Relu)),
-            "not a multiple of 16"
-        );
-        assert!(!takes(&shape(64, 3, Activation::Gelu)), "gelu needs z");
-    }
-
-    #[test]
-    fn tiles_leave_room_for_three_cubes_where_they_can() {
-        assert_eq!(tile_points(&shape(64, 3, Activation::Relu), H200), Some(64));
-        assert_eq!(
-            tile_points(&shape(16, 2, Activation::Relu), H200),
-            Some(128)
-        );
-        // 4 × 128: the weights alone take 104 KiB; one cube, 64 points.
-        assert_eq!(
-            tile_points(&shape(128, 4, Activation::Relu), H200),
-            Some(64)
-        );
-        // 8 × 128: seven layers of weights do not fit beside any tile.
-        assert_eq!(tile_points(&shape(128, 8, Activation::Relu), H200), None);
-        for t in [16, 32, 64, 128] {
-            assert!(
-                tile_bytes(&shape(128, 4, Activation::Relu), t)
-                    > tile_bytes(&shape(64, 4, Activation::Relu), t)
-            );
-        }
-    }
-
-    #[test]
-    fn resident_cubes_are_the_tighter_of_shared_memory_and_registers() {
-        // 3 × 64, 64 points: 56 KiB a cube, four by shared memory, three by
-        // registers (80 a unit).
-        let deep = shape(64, 3, Activation::Relu);
-        assert_eq!(resident_cubes(&deep, 64, H200), 3);
-        // 4 × 128: one by shared memory.
-        assert_eq!(
-            resident_cubes(&shape(128, 4, Activation::Relu), 64, H200),
-            1
-        );
-        // A small shared memory: one.
-        assert_eq!(resident_cubes(&deep, 64, 64 * 1024), 1);
-    }
-
-    #[test]
-    fn a_plane_groups_blocks_that_divide_the_row_and_leave_no_plane_idle() {
-        // Rows of 8 blocks (128 wide) over 4 rows of blocks (64 points): 4.
-        assert_eq!(group(8, 4), 4);
-        // 64 wide over 64 points: 4 a group would leave half the planes idle.
-        assert_eq!(group(4, 4), 2);
-        assert_eq!(group(4, 8), 4);
-        assert_eq!(
-            [1, 2, 3, 4, 5, 6, 7, 8].map(|b| group(b, 64)),
-            [1, 2, 1, 4, 1, 2, 1, 4]
-        );
-        assert_eq!(group(2, 2), 1);
     }
 }

@@ -2,7 +2,8 @@
 //! a hidden-to-hidden layer over a tile of activations in shared memory,
 //! forward (`act(A·Wᵀ + b)`), backward (`(δ·W) ⊙ act'(a)`, in place) and its
 //! weight gradient (`δᵀ·A`), as 16×16×16 CubeCL `cmma` products with half
-//! operands and f32 accumulators. A plane (warp) takes a row of [`group`]
+//! operands and f32 accumulators, shared out over the cube's `planes`
+//! planes (warps). A plane takes a row of [`group`]
 //! neighbouring 16×16 output blocks at once: each A fragment it loads serves
 //! that many products, and the independent accumulators keep the tensor
 //! cores busy while loads are in flight. Each plane finishes its blocks
@@ -10,14 +11,11 @@
 
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use cubecl::cmma::{self, Matrix, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 
 /// Rows and columns of one tensor-core block.
 pub const BLOCK: usize = 16;
-/// Planes per cube (cubes of 256 units, planes of 32).
-pub const PLANES: usize = (CUBE_UNITS / PLANE_UNITS) as usize;
 /// Units per plane the kernel is written for.
 pub const PLANE_UNITS: u32 = 32;
 
@@ -29,13 +27,13 @@ pub fn row_stride(hidden: usize) -> usize {
 
 /// Output blocks a plane computes together along a row of `blocks` blocks,
 /// when the product has `row_blocks` rows of blocks: the largest of 4, 2, 1
-/// that divides the row and still leaves every plane of the cube an item
-/// (more blocks a group reuse each loaded fragment more; idle planes cost
-/// more than that), else 1.
-pub fn group(blocks: usize, row_blocks: usize) -> usize {
+/// that divides the row and still leaves every one of the cube's `planes`
+/// planes an item (more blocks a group reuse each loaded fragment more; idle
+/// planes cost more than that), else 1.
+pub fn group(blocks: usize, row_blocks: usize, planes: usize) -> usize {
     [4, 2, 1]
         .into_iter()
-        .find(|g| blocks.is_multiple_of(*g) && row_blocks * (blocks / g) >= PLANES)
+        .find(|g| blocks.is_multiple_of(*g) && row_blocks * (blocks / g) >= planes)
         .unwrap_or(1)
 }
 
@@ -95,9 +93,10 @@ fn to_scratch<F: Float>(scr: &mut SharedMemory<F>, acc: &Matrix<F>, mine: usize)
 /// Forward (`!layer.below`): the rows at `at.dst` become act(A·Wᵀ + b) of
 /// the rows at `at.src`. Backward: the δ rows at `at.src` times W, times act'
 /// of the activations at `at.dst`, written over them (the layer below's δ).
-/// W is `w` (rows of [`row_stride`] values, in shared memory), b starts at
-/// `at.off + H·H`.
+/// W is `w` (rows of `ws` values: [`row_stride`] in shared memory, the
+/// width in global memory), b starts at `at.off + H·H`.
 #[cube]
+#[allow(clippy::too_many_arguments)]
 pub fn product<F: Float, E: Float>(
     acts: &mut SharedMemory<E>,
     scr: &mut SharedMemory<F>,
@@ -105,12 +104,14 @@ pub fn product<F: Float, E: Float>(
     params: &Array<F>,
     at: &At,
     #[comptime] layer: Layer,
+    #[comptime] ws: usize,
+    #[comptime] planes: usize,
 ) {
     let hidden = comptime!(layer.out_w);
     let act = comptime!(layer.act);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK));
+    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK, planes));
     let rows = comptime!(hidden / BLOCK / g);
     let work = comptime!((layer.tile / BLOCK) * rows);
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
@@ -136,9 +137,9 @@ pub fn product<F: Float, E: Float>(
                 let n0 = n_first + q * BLOCK;
                 // Forward: B[k, n] = W[n, k] (W read column-major); backward: W[k, n].
                 let wm = if comptime!(!layer.below) {
-                    operand::<E>(w, n0 * sh + k0, MatrixIdent::B, MatrixLayout::ColMajor, sh)
+                    operand::<E>(w, n0 * ws + k0, MatrixIdent::B, MatrixLayout::ColMajor, ws)
                 } else {
-                    operand::<E>(w, k0 * sh + n0, MatrixIdent::B, MatrixLayout::RowMajor, sh)
+                    operand::<E>(w, k0 * ws + n0, MatrixIdent::B, MatrixLayout::RowMajor, ws)
                 };
                 cmma::execute::<E, E, F, F>(&a, &wm, accs.index(q), accs.index(q));
             }
@@ -167,7 +168,7 @@ pub fn product<F: Float, E: Float>(
             }
             sync_plane();
         }
-        b += PLANES;
+        b += planes;
     }
 }
 
@@ -184,11 +185,12 @@ pub fn weight_grads<F: Float, E: Float>(
     at: &At,
     first: bool,
     #[comptime] layer: Layer,
+    #[comptime] planes: usize,
 ) {
     let hidden = comptime!(layer.out_w);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK));
+    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK, planes));
     let rows = comptime!(hidden / BLOCK / g);
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
@@ -244,6 +246,6 @@ pub fn weight_grads<F: Float, E: Float>(
             }
             sync_plane();
         }
-        b += PLANES;
+        b += planes;
     }
 }

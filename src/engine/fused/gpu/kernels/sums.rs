@@ -1,17 +1,13 @@
 //! The tensor-core pass's sums over a tile's points that are not matrix
 //! products: the output layer's gradient, every layer's bias gradient and
-//! the first layer's weight gradient. All 256 units of the cube share them:
+//! the first layer's weight gradient. All the cube's units share them:
 //! with fewer entries than units each entry's points are split over
-//! ⌊256 / entries⌋ parts, else a unit takes several entries. Each unit keeps
+//! ⌊units / entries⌋ parts, else a unit takes several entries. Each unit keeps
 //! its share in registers across every tile the cube takes, and the shares
 //! are combined once, at the end ([`flush`]): no partial row traffic per tile.
 
 use crate::engine::fused::gpu::kernels::mma::row_stride;
-use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use cubecl::prelude::*;
-
-/// Units per cube of the tensor-core pass.
-pub const UNITS: usize = CUBE_UNITS as usize;
 
 /// Which sum: its entries and their term at point `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -24,13 +20,16 @@ pub enum Kind {
     First,
 }
 
-/// A sum as compiled: its kind, the tile and the model's widths.
+/// A sum as compiled: its kind, the tile, the cube's units and the model's
+/// widths.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Sum {
     /// Which sum.
     pub kind: Kind,
     /// Points a tile.
     pub tile: usize,
+    /// Units of the cube sharing it.
+    pub units: usize,
     /// Inputs a point.
     pub inputs: usize,
     /// Width of the hidden layers.
@@ -51,12 +50,12 @@ impl Sum {
 
     /// Parts each entry's points are split into.
     pub fn parts(&self) -> usize {
-        (UNITS / self.entries()).max(1)
+        (self.units / self.entries()).max(1)
     }
 
     /// Entries each unit keeps.
     pub fn slots(&self) -> usize {
-        self.entries().div_ceil(UNITS)
+        self.entries().div_ceil(self.units)
     }
 }
 
@@ -79,7 +78,7 @@ pub fn add_share<F: Float, E: Float>(
     let unit = UNIT_POS as usize;
     #[unroll]
     for k in 0..comptime!(s.slots()) {
-        let mut e = unit + k * UNITS;
+        let mut e = unit + k * comptime!(s.units);
         let mut part = 0usize;
         if comptime!(parts > 1) {
             e = unit % entries;
@@ -110,7 +109,7 @@ pub fn add_share<F: Float, E: Float>(
 }
 
 /// Combines the units' shares of sum `s` (in `acc[slot0..]`) and writes the
-/// totals to `partials[at..]`, through `red` (256 values). Every unit calls it.
+/// totals to `partials[at..]`, through `red` (a value a unit). Every unit calls it.
 #[cube]
 pub fn flush<F: Float>(
     acc: &Array<F>,
@@ -142,7 +141,7 @@ pub fn flush<F: Float>(
     } else {
         #[unroll]
         for k in 0..comptime!(s.slots()) {
-            let e = unit + k * UNITS;
+            let e = unit + k * comptime!(s.units);
             if e < entries {
                 partials[at + e] = acc[slot0 + k];
             }

@@ -6,7 +6,8 @@
 //! layout, summed by the same `reduce_update`). The hidden-to-hidden layers —
 //! where a deep model's arithmetic is — are 16×16×16 matrix products on the
 //! tensor cores ([`crate::engine::fused::gpu::kernels::mma`]), their weights
-//! resident in shared memory for the whole launch:
+//! in shared memory for the whole launch or read from global memory as the
+//! products need them (`pass.streamed`; [`crate::engine::fused::gpu::tensor_plan`]):
 //!
 //! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32,
 //!   stored back as half values;
@@ -27,55 +28,29 @@
 use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
-use crate::engine::fused::gpu::kernels::mma::{product, row_stride, weight_grads, BLOCK, PLANES};
+use crate::engine::fused::gpu::kernels::mma::{
+    product, row_stride, weight_grads, BLOCK, PLANE_UNITS,
+};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
-use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum, UNITS};
-use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
+use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
-/// Values the loss sum (and the sums' final combine) needs in shared memory:
-/// one a unit.
-const LOSS_SCRATCH: usize = UNITS;
-
-/// Whether the tensor-core pass takes `s`: two or more hidden layers of a
-/// width that is a multiple of [`BLOCK`] (16–128), an activation whose
-/// derivative follows from its value.
-pub fn takes(s: &Shape) -> bool {
-    s.layers >= 2 && s.hidden.is_multiple_of(BLOCK) && s.hidden >= BLOCK && !keeps_z(s.act)
-}
-
-/// Shared-memory bytes for a tile of `tile` points: the activations, the
-/// hidden-to-hidden weights (resident for the whole launch), f32 scratch.
-pub fn tile_bytes(s: &Shape, tile: usize) -> usize {
-    let acts = (s.layers * tile + (s.layers - 1) * s.hidden) * row_stride(s.hidden) * 2;
-    let f32s = tile * (s.inputs + s.outputs) + PLANES * BLOCK * BLOCK + LOSS_SCRATCH;
-    acts + f32s * 4
-}
-
-/// Points a tile holds with `max_shared` bytes of shared memory per cube:
-/// 128 or 64 if three cubes can then share a multiprocessor (one computes
-/// while the others wait on loads), else the largest of 128 … 16 that fits
-/// (None when not even 16 does).
-pub fn tile_points(s: &Shape, max_shared: usize) -> Option<usize> {
-    let fits = |t: &usize, room: usize| tile_bytes(s, *t) <= room;
-    [128, 64]
-        .into_iter()
-        .find(|t| fits(t, max_shared / 3))
-        .or_else(|| [128, 64, 32, 16].into_iter().find(|t| fits(t, max_shared)))
-}
-
 /// Units sharing each output's dot product over `hidden` values, for
-/// `outs` outputs a tile: as many as the cube has for each (at most 16), or 1
-/// (the partial sums, `split × outs` ≤ 2048, fit the planes' scratch).
-fn out_split(outs: usize, hidden: usize) -> usize {
-    (UNITS / outs).clamp(1, 16).min(hidden)
+/// `outs` outputs a tile, in a cube of `units`: as many as the cube has for
+/// each (at most 16), or 1 (the partial sums, `split × outs` ≤ `units`, fit
+/// the planes' scratch).
+fn out_split(outs: usize, hidden: usize, units: usize) -> usize {
+    (units / outs).clamp(1, 16).min(hidden)
 }
 
-/// The non-product sum `kind` of `s`'s model over tiles of `tile` points.
-fn sum_of(kind: Kind, s: &Shape, tile: usize) -> Sum {
+/// The non-product sum `kind` of `s`'s model over tiles of `tile` points,
+/// shared by `units` units.
+fn sum_of(kind: Kind, s: &Shape, tile: usize, units: usize) -> Sum {
     Sum {
         kind,
         tile,
+        units,
         inputs: s.inputs,
         hidden: s.hidden,
         outputs: s.outputs,
@@ -98,10 +73,14 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let (inputs, hidden, layers, outputs) =
         comptime!((shape.inputs, shape.hidden, shape.layers, shape.outputs));
     let (act, loss, tile, use_idx) = comptime!((shape.act, shape.loss, pass.tile, pass.use_idx));
+    let streamed = comptime!(pass.streamed);
+    let (cube_units, planes) = comptime!((pass.units, pass.units / PLANE_UNITS as usize));
     let np = comptime!(shape.params());
     let sh = comptime!(row_stride(hidden));
     let plane_rows = comptime!(tile * sh);
     let hh = comptime!(hidden * hidden + hidden);
+    // Row stride of the hidden weights as the products read them.
+    let ws = comptime!(if streamed { hidden } else { sh });
     let off1 = comptime!(hidden * inputs + hidden);
     let off_out = comptime!(off1 + (layers - 1) * hh);
     let unit = UNIT_POS as usize;
@@ -125,12 +104,12 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);
     let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
     let mut dout = SharedMemory::<F>::new(comptime!(tile * outputs));
-    let mut scr = SharedMemory::<F>::new_aligned(comptime!(PLANES * BLOCK * BLOCK), 32usize);
-    let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    let mut scr = SharedMemory::<F>::new_aligned(comptime!(planes * BLOCK * BLOCK), 32usize);
+    let mut red = SharedMemory::<F>::new(cube_units);
     // This unit's shares of the non-product sums, kept over every tile.
-    let s_out = comptime!(sum_of(Kind::Output, &shape, tile));
-    let s_bias = comptime!(sum_of(Kind::Bias, &shape, tile));
-    let s_first = comptime!(sum_of(Kind::First, &shape, tile));
+    let s_out = comptime!(sum_of(Kind::Output, &shape, tile, cube_units));
+    let s_bias = comptime!(sum_of(Kind::Bias, &shape, tile, cube_units));
+    let s_first = comptime!(sum_of(Kind::First, &shape, tile, cube_units));
     let mut acc_out = Array::<F>::new(comptime!(s_out.slots()));
     let mut acc_bias = Array::<F>::new(layers);
     let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
@@ -157,15 +136,42 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     }
 
     // The hidden-to-hidden weights, in shared memory for the whole launch
-    // (rows padded like the activations').
+    // (rows padded like the activations') unless streamed from `half`.
     let w_rows = comptime!(hidden * sh);
-    let mut wsm = SharedMemory::<E>::new_aligned(comptime!((layers - 1) * hidden * sh), 32usize);
+    let hidden_w = comptime!((layers - 1) * hidden * hidden);
+    let mut wsm = SharedMemory::<E>::new_aligned(
+        comptime!(if streamed {
+            BLOCK
+        } else {
+            (layers - 1) * w_rows
+        }),
+        32usize,
+    );
     let mut k = unit;
-    while k < comptime!((layers - 1) * hidden * hidden) {
+    while k < hidden_w {
         let l = k / comptime!(hidden * hidden);
         let r = k % comptime!(hidden * hidden);
-        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+        if comptime!(!streamed) {
+            wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+        }
         k += units;
+    }
+    // The first and output layers' weights a unit uses, where it always
+    // takes the same hidden unit (the width divides the cube).
+    let fixed = comptime!(cube_units.is_multiple_of(hidden));
+    let j_fixed = unit % hidden;
+    let mut w_first = Array::<F>::new(comptime!(inputs + 1));
+    let mut w_out = Array::<F>::new(outputs);
+    if comptime!(fixed) {
+        #[unroll]
+        for a in 0..inputs {
+            w_first[a] = params[j_fixed * inputs + a];
+        }
+        w_first[inputs] = params[comptime!(hidden * inputs) + j_fixed];
+        #[unroll]
+        for o in 0..outputs {
+            w_out[o] = params[off_out + o * hidden + j_fixed];
+        }
     }
     sync_cube();
 
@@ -187,10 +193,19 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         while e < comptime!(tile * hidden) {
             let t = e / hidden;
             let j = e % hidden;
-            let mut z = params[comptime!(hidden * inputs) + j];
+            let mut z = if comptime!(fixed) {
+                w_first[inputs]
+            } else {
+                params[comptime!(hidden * inputs) + j]
+            };
             #[unroll]
             for a in 0..inputs {
-                z += params[j * inputs + a] * xin[t * inputs + a];
+                let w_a = if comptime!(fixed) {
+                    w_first[a]
+                } else {
+                    params[j * inputs + a]
+                };
+                z += w_a * xin[t * inputs + a];
             }
             acts[t * sh + j] = E::cast_from(act_fwd::<F>(z, act));
             e += units;
@@ -203,8 +218,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: (l - 1) * plane_rows,
                 dst: l * plane_rows,
             };
-            let w = wsm.slice((l - 1) * w_rows, l * w_rows);
-            product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward);
+            let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
+            product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward, ws, planes);
             sync_cube();
         }
         // Output layer, f32: each output's dot product split over `split`
@@ -212,7 +227,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         // (unscaled).
         let last = (layers - 1) * plane_rows;
         let outs = comptime!(tile * outputs);
-        let split = comptime!(out_split(tile * outputs, hidden));
+        let split = comptime!(out_split(tile * outputs, hidden, cube_units));
         let mut u = unit;
         while u < comptime!(split * tile * outputs) {
             let e = u % outs;
@@ -260,7 +275,12 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             let mut s = F::new(0.0);
             #[unroll]
             for o in 0..outputs {
-                s += dout[t * outputs + o] * params[off_out + o * hidden + j];
+                let w_o = if comptime!(fixed) {
+                    w_out[o]
+                } else {
+                    params[off_out + o * hidden + j]
+                };
+                s += dout[t * outputs + o] * w_o;
             }
             let i = last + t * sh + j;
             acts[i] = E::cast_from(s * act_bwd_at::<F>(F::cast_from(acts[i]), act));
@@ -277,7 +297,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: (l - 1) * plane_rows,
                 dst: l * plane_rows,
             };
-            weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward);
+            weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
             add_share::<F, E>(&mut acc_bias, l, &acts, &dout, l * plane_rows, s_bias);
             sync_cube();
             // δ (`src`) times the weights, over the a below (`dst`).
@@ -286,8 +306,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: l * plane_rows,
                 dst: (l - 1) * plane_rows,
             };
-            let w = wsm.slice((l - 1) * w_rows, l * w_rows);
-            product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward);
+            let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
+            product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward, ws, planes);
             sync_cube();
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
@@ -315,6 +335,28 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     while p < np {
         partials[row + p] *= batch.scale;
         p += units;
+    }
+}
+
+/// Hidden layer `l`'s weights (H rows of H) as the products read them: from
+/// `wsm` (rows of `w_rows / H`), or with `streamed` from the operand-type
+/// copy of the parameters (rows of H, from `off1 + (l - 1)·hh`).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn hidden_weights<E: Float>(
+    wsm: &SharedMemory<E>,
+    half: &Array<E>,
+    l: usize,
+    #[comptime] off1: usize,
+    #[comptime] hh: usize,
+    #[comptime] streamed: bool,
+    #[comptime] w_rows: usize,
+) -> Slice<E> {
+    if comptime!(streamed) {
+        let at = off1 + (l - 1) * hh;
+        half.slice(at, at + comptime!(hh))
+    } else {
+        wsm.slice((l - 1) * w_rows, l * w_rows)
     }
 }
 

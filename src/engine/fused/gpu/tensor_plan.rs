@@ -1,0 +1,269 @@
+//! How the tensor-core pass lays out a cube for a model — its tile, where the
+//! hidden weights are read from, its units — and how many such cubes a
+//! multiprocessor holds: the choice behind
+//! [`crate::engine::fused::gpu::kernels::tensor::tensor_grad`]'s `Pass`.
+//!
+//! Shared memory holds every hidden layer's activations for a tile (the
+//! backward pass needs them) and, where they fit beside a tile, the
+//! hidden-to-hidden weights for the whole launch. Where they do not (7 layers
+//! of 128), the products read the weights from their half-precision copy in
+//! global memory through the L1 cache (`streamed`): slower — 4 × 128 677 ms
+//! against 497 ms resident on the H200 (docs/results/2026-12-01-h200/
+//! plans-layout/) — but a model that would not run at all runs.
+//!
+//! The tile: 128 or 64 points if three cubes can then share a multiprocessor
+//! (one computes while the others wait on loads), else the largest of 128 …
+//! 16 that fits. A cube of a tile of 64 or fewer points that is alone on its
+//! multiprocessor takes 512 units instead of 256, so twice the planes share
+//! its tile's work: 4 × 128 501.5 → 458.6 ms; with a 128-point tile (2 ×
+//! 128) 512 units were slower, 145 → 159 ms (`plans-units/`).
+//! `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS]`, e.g. `64,512`)
+//! overrides the choice where that layout fits, for A/B runs on a device.
+
+use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
+use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
+use crate::engine::fused::gpu::shape::{keeps_z, Shape};
+
+/// 32-bit registers of one multiprocessor (every NVIDIA GPU since Kepler).
+const REGISTERS_PER_SM: usize = 65_536;
+
+/// Tile lengths the pass is compiled for, longest first.
+const TILES: [usize; 4] = [128, 64, 32, 16];
+
+/// Units of a cube that has its multiprocessor to itself.
+const ALONE_UNITS: usize = 512;
+
+/// A layout of the tensor-core pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Plan {
+    /// Points a tile.
+    pub tile: usize,
+    /// The hidden-to-hidden weights read from global memory, not shared.
+    pub streamed: bool,
+    /// Units a cube.
+    pub units: usize,
+}
+
+/// Whether the tensor-core pass takes `s`: two or more hidden layers of a
+/// width that is a multiple of [`BLOCK`] (16–128), an activation whose
+/// derivative follows from its value.
+pub fn takes(s: &Shape) -> bool {
+    s.layers >= 2 && s.hidden.is_multiple_of(BLOCK) && s.hidden >= BLOCK && !keeps_z(s.act)
+}
+
+/// Shared-memory bytes of `plan` for `s`: the activations, the weights
+/// unless streamed, the f32 inputs and output δs, a 16×16 f32 scratch a
+/// plane and a value a unit for the sums.
+pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
+    let row = row_stride(s.hidden) * 2;
+    let weights = if plan.streamed {
+        0
+    } else {
+        (s.layers - 1) * s.hidden * row
+    };
+    let planes = plan.units / PLANE_UNITS as usize;
+    let f32s = plan.tile * (s.inputs + s.outputs) + planes * BLOCK * BLOCK + plan.units;
+    s.layers * plan.tile * row + weights + f32s * 4
+}
+
+/// Registers a unit of `tensor_grad` takes, as Nsight Compute read them on the
+/// H200 (sm_90): 78–80 for widths up to 64, 128 above (the runtime does not
+/// say; docs/results/2026-12-01-h200/profile/). Counting more cubes than the
+/// registers hold launched a partial second wave: 4 a multiprocessor by shared
+/// memory where 3 fit, so a third of the cubes ran after the rest.
+fn registers_per_unit(hidden: usize) -> usize {
+    if hidden <= 64 {
+        80
+    } else {
+        128
+    }
+}
+
+/// Cubes of `plan` one multiprocessor holds at once, by shared memory
+/// (`per_sm_shared` bytes; 1 KiB of it the driver keeps per cube) and by
+/// registers (0 when not one fits).
+pub fn resident_cubes(s: &Shape, plan: &Plan, per_sm_shared: usize) -> usize {
+    let by_shared = cubes_by_shared(plan_bytes(s, plan), per_sm_shared);
+    let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden) * plan.units);
+    by_shared.min(by_registers)
+}
+
+/// The layout of the tensor-core pass for `s` with `max_shared` bytes of
+/// shared memory a cube (None when not even a 16-point tile fits).
+pub fn plan(s: &Shape, max_shared: usize) -> Option<Plan> {
+    if let Some(p) = overridden(s, max_shared) {
+        return Some(p);
+    }
+    let at = |tile, streamed| Plan {
+        tile,
+        streamed,
+        units: CUBE_UNITS as usize,
+    };
+    let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
+    let tile = |streamed| {
+        [128, 64]
+            .map(|t| at(t, streamed))
+            .into_iter()
+            .find(|p| fits(p, max_shared / 3))
+            .or_else(|| {
+                TILES
+                    .map(|t| at(t, streamed))
+                    .into_iter()
+                    .find(|p| fits(p, max_shared))
+            })
+    };
+    let p = tile(false).or_else(|| tile(true))?;
+    let alone = Plan {
+        units: ALONE_UNITS,
+        ..p
+    };
+    let single = resident_cubes(s, &p, max_shared) <= 1 && p.tile <= 64;
+    Some(if single && resident_cubes(s, &alone, max_shared) == 1 {
+        alone
+    } else {
+        p
+    })
+}
+
+/// The layout `FERROFIT_TENSOR_PLAN` names, where it fits.
+fn overridden(s: &Shape, max_shared: usize) -> Option<Plan> {
+    let text = std::env::var("FERROFIT_TENSOR_PLAN").ok()?;
+    let p = parse(&text)?;
+    let fits = resident_cubes(s, &p, max_shared) >= 1;
+    if !fits {
+        log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");
+    }
+    fits.then_some(p)
+}
+
+/// `TILE[,streamed][,UNITS]` as a plan.
+fn parse(text: &str) -> Option<Plan> {
+    let mut parts = text.split(',').map(str::trim);
+    let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
+    let mut p = Plan {
+        tile,
+        streamed: false,
+        units: CUBE_UNITS as usize,
+    };
+    for word in parts {
+        match word {
+            "streamed" => p.streamed = true,
+            "256" | "512" => p.units = word.parse().ok()?,
+            _ => return None,
+        }
+    }
+    Some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::engine::fused::gpu::kernels::mma::group;
+
+    fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
+        Shape {
+            inputs: 1,
+            hidden,
+            layers,
+            outputs: 1,
+            act,
+            loss: Loss::Mse,
+            opt: OptimizerKind::Sgd,
+        }
+    }
+
+    /// The H200's shared memory per cube (opt-in maximum), in bytes.
+    const H200: usize = 227 * 1024;
+
+    #[test]
+    fn deep_models_of_whole_blocks_take_the_tensor_cores() {
+        assert!(takes(&shape(64, 3, Activation::Relu)));
+        assert!(takes(&shape(16, 2, Activation::Tanh)));
+        assert!(!takes(&shape(64, 1, Activation::Relu)), "one hidden layer");
+        assert!(
+            !takes(&shape(10, 3, Activation::Relu)),
+            "not a multiple of 16"
+        );
+        assert!(!takes(&shape(64, 3, Activation::Gelu)), "gelu needs z");
+    }
+
+    #[test]
+    fn tiles_leave_room_for_three_cubes_where_they_can() {
+        let deep = shape(64, 3, Activation::Relu);
+        let p = plan(&deep, H200).unwrap();
+        assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
+        // 56 KiB a cube: four by shared memory, three by registers.
+        assert_eq!(resident_cubes(&deep, &p, H200), 3);
+        assert_eq!(
+            plan(&shape(16, 2, Activation::Relu), H200).unwrap().tile,
+            128
+        );
+        // 4 × 128: the weights alone take 104 KiB; one cube of 64 points,
+        // alone on its multiprocessor, so of 512 units.
+        let wide = plan(&shape(128, 4, Activation::Relu), H200).unwrap();
+        assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 512));
+        // 2 × 128: one cube of 128 points keeps 256 units.
+        let two = plan(&shape(128, 2, Activation::Relu), H200).unwrap();
+        assert_eq!((two.tile, two.units), (128, 256));
+        // 8 × 128: seven layers of weights fit beside no tile; streamed.
+        let deeper = plan(&shape(128, 8, Activation::Relu), H200).unwrap();
+        assert!(deeper.streamed);
+        // Nothing fits a tiny shared memory.
+        assert_eq!(plan(&deep, 4 * 1024), None);
+        // A small shared memory: one cube.
+        assert_eq!(resident_cubes(&deep, &p, 64 * 1024), 1);
+    }
+
+    #[test]
+    fn streamed_weights_and_more_units_change_the_bytes() {
+        let s = shape(64, 3, Activation::Relu);
+        let base = Plan {
+            tile: 64,
+            streamed: false,
+            units: 256,
+        };
+        let streamed = Plan {
+            streamed: true,
+            ..base
+        };
+        let wider = Plan { units: 512, ..base };
+        assert_eq!(
+            plan_bytes(&s, &base) - plan_bytes(&s, &streamed),
+            2 * 64 * 72 * 2
+        );
+        // Eight more planes' scratch and a value for each new unit.
+        assert_eq!(
+            plan_bytes(&s, &wider) - plan_bytes(&s, &base),
+            (8 * 256 + 256) * 4
+        );
+        // 512 units of 80 registers: one cube a multiprocessor.
+        assert_eq!(resident_cubes(&s, &wider, H200), 1);
+    }
+
+    #[test]
+    fn the_override_names_a_tile_and_its_options() {
+        let p = parse("64, streamed,512").unwrap();
+        assert_eq!((p.tile, p.streamed, p.units), (64, true, 512));
+        assert_eq!(parse("128").unwrap().units, 256);
+        assert_eq!(parse("64,fast"), None);
+        assert_eq!(parse("48"), None);
+        assert_eq!(parse("x"), None);
+    }
+
+    #[test]
+    fn a_plane_groups_blocks_that_divide_the_row_and_leave_no_plane_idle() {
+        // Rows of 8 blocks (128 wide) over 4 rows of blocks (64 points): 4.
+        assert_eq!(group(8, 4, 8), 4);
+        // 64 wide over 64 points: 4 a group would leave half the planes idle.
+        assert_eq!(group(4, 4, 8), 2);
+        assert_eq!(group(4, 8, 8), 4);
+        assert_eq!(
+            [1, 2, 3, 4, 5, 6, 7, 8].map(|b| group(b, 64, 8)),
+            [1, 2, 1, 4, 1, 2, 1, 4]
+        );
+        assert_eq!(group(2, 2, 8), 1);
+        // Sixteen planes: smaller groups, so that each has an item.
+        assert_eq!(group(8, 4, 16), 2);
+    }
+}
