@@ -22,7 +22,7 @@
 #   baselines             the general (Burn) engine and the peers' seed job as JSON lines
 #   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32 on CUDA, N = 1e6,
 #                         beside the peers in bf16 and f32; then N = 1e5 and 1e7 in bf16
-#                         (default 64x3 128x4)
+#                         (default 64x3 128x4; PRECISIONS, e.g. "bf16", picks the first part's)
 #   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
@@ -153,7 +153,7 @@ baselines)
 precision)
   for hl in ${*:-64x3 128x4}; do
     shape="--hidden ${hl%x*} --layers ${hl#*x}"
-    for p in bf16 f16 f32; do
+    for p in ${PRECISIONS:-bf16 f16 f32}; do
       echo "== $hl $p"
       peers=""
       [ "$p" != f16 ] && peers="--peers jax,torch"

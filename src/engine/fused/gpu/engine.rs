@@ -140,6 +140,7 @@ impl<R: Runtime> GpuFused<R> {
                 tensor: tensor.is_some(),
                 streamed: tensor.is_some_and(|p| p.streamed),
                 units: tensor.map_or(0, |p| p.units),
+                regs: tensor.is_some_and(|p| p.regs),
             },
             software,
             persistent: None,
@@ -196,9 +197,15 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
         if let Some(tile) = self.tile().filter(|_| self.pass.tensor) {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
-                 {tile} points a tile, {} units a workgroup, weights {}, two launches per step",
+                 {tile} points a tile, {} units a workgroup, products on {}, weights {}, \
+                 two launches per step",
                 self.cfg.precision.name(),
                 self.pass.units,
+                if self.pass.regs {
+                    "registers (mma.sync)"
+                } else {
+                    "cmma fragments"
+                },
                 if self.pass.streamed {
                     "read from global memory"
                 } else {

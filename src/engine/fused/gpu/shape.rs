@@ -74,6 +74,8 @@ pub struct Pass {
     pub streamed: bool,
     /// Tensor cores: units a cube (`tensor_plan`; 0 for the other kernels).
     pub units: usize,
+    /// Tensor cores: the products on registers (`kernels::mma_regs`).
+    pub regs: bool,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

@@ -66,12 +66,19 @@ pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
             hw.plane_size_min, hw.plane_size_max
         )));
     }
-    plan(&shape, hw.max_shared_memory_size).ok_or_else(|| {
+    let mut p = plan(&shape, hw.max_shared_memory_size).ok_or_else(|| {
         fail(
             "the model's activations do not fit this device's shared memory; use --precision f32"
                 .into(),
         )
-    })
+    })?;
+    // The products on registers need manual m16n8k16 MMA, and ldmatrix,
+    // which reads shared memory only (not streamed weights).
+    let manual = cubecl::ir::features::MmaConfig { n: 8, ..mma };
+    let features = &client.features().matmul;
+    p.regs &=
+        features.mma.contains(&manual) && features.ldmatrix.contains(&float(kind)) && !p.streamed;
+    Ok(p)
 }
 
 impl<R: Runtime> GpuFused<R> {
@@ -107,6 +114,7 @@ impl<R: Runtime> GpuFused<R> {
             tile: self.pass.tile,
             streamed: self.pass.streamed,
             units: self.pass.units,
+            regs: self.pass.regs,
         };
         let per_sm =
             resident_cubes(&Shape::of(&self.cfg), &layout, hw.max_shared_memory_size).max(1);

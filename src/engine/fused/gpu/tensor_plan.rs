@@ -17,8 +17,12 @@
 //! multiprocessor takes 512 units instead of 256, so twice the planes share
 //! its tile's work: 4 × 128 501.5 → 458.6 ms; with a 128-point tile (2 ×
 //! 128) 512 units were slower, 145 → 159 ms (`plans-units/`).
-//! `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS]`, e.g. `64,512`)
-//! overrides the choice where that layout fits, for A/B runs on a device.
+//! The products run on registers (`kernels::mma_regs`) where the device has
+//! manual MMA and `ldmatrix` for the operand type and the weights are in
+//! shared memory (3 × 64 101.9 → 91.7 ms, 4 × 128 473 → 367 ms, `plans-regs/`),
+//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma]`,
+//! e.g. `64,512`) overrides the choice where that layout fits, for A/B runs
+//! on a device.
 
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
@@ -42,6 +46,9 @@ pub struct Plan {
     pub streamed: bool,
     /// Units a cube.
     pub units: usize,
+    /// The products on registers (manual MMA, `ldmatrix`) where the device
+    /// has them, else through CubeCL's `cmma` fragments.
+    pub regs: bool,
 }
 
 /// Whether the tensor-core pass takes `s`: two or more hidden layers of a
@@ -66,16 +73,22 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
     s.layers * plan.tile * row + weights + f32s * 4
 }
 
-/// Registers a unit of `tensor_grad` takes, as Nsight Compute read them on the
-/// H200 (sm_90): 78–80 for widths up to 64, 128 above (the runtime does not
-/// say; docs/results/2026-12-01-h200/profile/). Counting more cubes than the
-/// registers hold launched a partial second wave: 4 a multiprocessor by shared
-/// memory where 3 fit, so a third of the cubes ran after the rest.
-fn registers_per_unit(hidden: usize) -> usize {
-    if hidden <= 64 {
-        80
-    } else {
-        128
+/// Registers a unit of `tensor_grad` takes for `plan`, as Nsight Compute
+/// read them on the H200 (sm_90; the runtime does not say,
+/// docs/results/2026-12-01-h200/profile/, plans-regs/): on `cmma` fragments
+/// 78–80 for widths up to 64, 128 above; on registers 124 for widths up to
+/// 64, 92 for 128 in cubes of 512 (whose launch bound caps them at 128), and
+/// for 128 in cubes of 256, not measured, the most a unit can have. Counting
+/// more cubes than the registers hold launches a partial second wave: 4 a
+/// multiprocessor by shared memory where 3 fit ran a third of the cubes after
+/// the rest.
+fn registers_per_unit(hidden: usize, plan: &Plan) -> usize {
+    match (plan.regs, hidden <= 64) {
+        (false, true) => 80,
+        (false, false) => 128,
+        (true, true) => 124,
+        (true, false) if plan.units >= 512 => 128,
+        (true, false) => 255,
     }
 }
 
@@ -84,7 +97,7 @@ fn registers_per_unit(hidden: usize) -> usize {
 /// registers (0 when not one fits).
 pub fn resident_cubes(s: &Shape, plan: &Plan, per_sm_shared: usize) -> usize {
     let by_shared = cubes_by_shared(plan_bytes(s, plan), per_sm_shared);
-    let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden) * plan.units);
+    let by_registers = REGISTERS_PER_SM / (registers_per_unit(s.hidden, plan) * plan.units);
     by_shared.min(by_registers)
 }
 
@@ -98,6 +111,7 @@ pub fn plan(s: &Shape, max_shared: usize) -> Option<Plan> {
         tile,
         streamed,
         units: CUBE_UNITS as usize,
+        regs: true,
     };
     let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
     let tile = |streamed| {
@@ -136,7 +150,7 @@ fn overridden(s: &Shape, max_shared: usize) -> Option<Plan> {
     fits.then_some(p)
 }
 
-/// `TILE[,streamed][,UNITS]` as a plan.
+/// `TILE[,streamed][,UNITS][,cmma]` as a plan.
 fn parse(text: &str) -> Option<Plan> {
     let mut parts = text.split(',').map(str::trim);
     let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
@@ -144,10 +158,12 @@ fn parse(text: &str) -> Option<Plan> {
         tile,
         streamed: false,
         units: CUBE_UNITS as usize,
+        regs: true,
     };
     for word in parts {
         match word {
             "streamed" => p.streamed = true,
+            "cmma" => p.regs = false,
             "256" | "512" => p.units = word.parse().ok()?,
             _ => return None,
         }
@@ -193,8 +209,11 @@ mod tests {
         let deep = shape(64, 3, Activation::Relu);
         let p = plan(&deep, H200).unwrap();
         assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
-        // 56 KiB a cube: four by shared memory, three by registers.
-        assert_eq!(resident_cubes(&deep, &p, H200), 3);
+        // 56 KiB a cube: four by shared memory; by registers three on
+        // cmma fragments (80 a unit), two on registers (124).
+        assert_eq!(resident_cubes(&deep, &p, H200), 2);
+        let fragments = Plan { regs: false, ..p };
+        assert_eq!(resident_cubes(&deep, &fragments, H200), 3);
         assert_eq!(
             plan(&shape(16, 2, Activation::Relu), H200).unwrap().tile,
             128
@@ -222,6 +241,7 @@ mod tests {
             tile: 64,
             streamed: false,
             units: 256,
+            regs: true,
         };
         let streamed = Plan {
             streamed: true,
@@ -237,14 +257,21 @@ mod tests {
             plan_bytes(&s, &wider) - plan_bytes(&s, &base),
             (8 * 256 + 256) * 4
         );
-        // 512 units of 80 registers: one cube a multiprocessor.
+        // 512 units of 124 registers: one cube a multiprocessor.
         assert_eq!(resident_cubes(&s, &wider, H200), 1);
+        // 128 wide on registers in cubes of 256: counted as the most a unit
+        // can have (not measured), so one cube.
+        let wide = shape(128, 2, Activation::Relu);
+        let p = Plan { tile: 32, ..base };
+        assert!(cubes_by_shared(plan_bytes(&wide, &p), H200) > 1);
+        assert_eq!(resident_cubes(&wide, &p, H200), 1);
     }
 
     #[test]
     fn the_override_names_a_tile_and_its_options() {
         let p = parse("64, streamed,512").unwrap();
-        assert_eq!((p.tile, p.streamed, p.units), (64, true, 512));
+        assert_eq!((p.tile, p.streamed, p.units, p.regs), (64, true, 512, true));
+        assert!(!parse("64,cmma").unwrap().regs);
         assert_eq!(parse("128").unwrap().units, 256);
         assert_eq!(parse("64,fast"), None);
         assert_eq!(parse("48"), None);

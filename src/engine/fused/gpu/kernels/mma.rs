@@ -193,10 +193,8 @@ pub fn weight_grads<F: Float, E: Float>(
     let g = comptime!(group(hidden / BLOCK, hidden / BLOCK, planes));
     let rows = comptime!(hidden / BLOCK / g);
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
-    let lane = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
-    let per_lane = comptime!(BLOCK * BLOCK / PLANE_UNITS as usize);
     let mut b = plane;
     while b < comptime!(nb * rows) {
         let m0 = (b / rows) * BLOCK;
@@ -222,30 +220,45 @@ pub fn weight_grads<F: Float, E: Float>(
         #[unroll]
         for q in 0..g {
             to_scratch::<F>(scr, accs.index(q), mine);
-            // The block's values a lane adds to, read all before any is
-            // written (read one by one, each read waited for the store
-            // before it: 32 round trips to memory for 4 blocks).
-            let mut vals = Array::<F>::new(per_lane);
-            #[unroll]
-            for i in 0..per_lane {
-                vals[i] = scr[mine + lane + i * comptime!(PLANE_UNITS as usize)];
-            }
-            if !first {
-                #[unroll]
-                for i in 0..per_lane {
-                    let e = lane + i * comptime!(PLANE_UNITS as usize);
-                    let at_g = at.off + (m0 + e / BLOCK) * hidden + n_first + q * BLOCK + e % BLOCK;
-                    vals[i] += partials[at_g];
-                }
-            }
-            #[unroll]
-            for i in 0..per_lane {
-                let e = lane + i * comptime!(PLANE_UNITS as usize);
-                let at_g = at.off + (m0 + e / BLOCK) * hidden + n_first + q * BLOCK + e % BLOCK;
-                partials[at_g] = vals[i];
-            }
-            sync_plane();
+            let at_g = at.off + m0 * hidden + n_first + q * BLOCK;
+            scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
         }
         b += planes;
     }
+}
+
+/// The 16×16 f32 block in the plane's scratch at `mine` added into
+/// `partials` from `at` (rows of `hidden`; written where `first`), lane by
+/// lane along the block's rows (coalesced). Every value a lane adds to is
+/// read before any is written (read one by one, each read waited for the
+/// store before it: 32 round trips to memory for 4 blocks).
+#[cube]
+pub fn scratch_to_partials<F: Float>(
+    scr: &SharedMemory<F>,
+    partials: &mut Array<F>,
+    mine: usize,
+    at: usize,
+    first: bool,
+    #[comptime] hidden: usize,
+) {
+    let lane = (UNIT_POS % PLANE_UNITS) as usize;
+    let per_lane = comptime!(BLOCK * BLOCK / PLANE_UNITS as usize);
+    let mut vals = Array::<F>::new(per_lane);
+    #[unroll]
+    for i in 0..per_lane {
+        vals[i] = scr[mine + lane + i * comptime!(PLANE_UNITS as usize)];
+    }
+    if !first {
+        #[unroll]
+        for i in 0..per_lane {
+            let e = lane + i * comptime!(PLANE_UNITS as usize);
+            vals[i] += partials[at + (e / BLOCK) * hidden + e % BLOCK];
+        }
+    }
+    #[unroll]
+    for i in 0..per_lane {
+        let e = lane + i * comptime!(PLANE_UNITS as usize);
+        partials[at + (e / BLOCK) * hidden + e % BLOCK] = vals[i];
+    }
+    sync_plane();
 }

@@ -6,7 +6,8 @@
 //! - `persistent`: many full-batch steps in one launch, cubes exchanging
 //!   gradient rows through global memory;
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
-//! - `tensor` + `mma` + `sums`: several hidden layers on tensor cores (cmma),
+//! - `tensor` + `mma` (cmma fragments) or `mma_regs` (manual MMA on
+//!   registers) + `sums`: several hidden layers on tensor cores,
 //!   half-precision operands;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
@@ -18,6 +19,7 @@ pub mod fused;
 pub mod layers;
 pub mod math;
 pub mod mma;
+pub mod mma_regs;
 pub mod ops;
 pub mod persistent;
 pub mod split;

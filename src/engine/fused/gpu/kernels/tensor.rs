@@ -31,6 +31,7 @@ use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, l
 use crate::engine::fused::gpu::kernels::mma::{
     product, row_stride, weight_grads, BLOCK, PLANE_UNITS,
 };
+use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -73,7 +74,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let (inputs, hidden, layers, outputs) =
         comptime!((shape.inputs, shape.hidden, shape.layers, shape.outputs));
     let (act, loss, tile, use_idx) = comptime!((shape.act, shape.loss, pass.tile, pass.use_idx));
-    let streamed = comptime!(pass.streamed);
+    let (streamed, regs) = comptime!((pass.streamed, pass.regs));
     let (cube_units, planes) = comptime!((pass.units, pass.units / PLANE_UNITS as usize));
     let np = comptime!(shape.params());
     let sh = comptime!(row_stride(hidden));
@@ -219,7 +220,11 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 dst: l * plane_rows,
             };
             let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
-            product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward, ws, planes);
+            if comptime!(regs) {
+                mma_regs::product::<F, E>(&mut acts, &w, params, &at, forward, ws, planes);
+            } else {
+                product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward, ws, planes);
+            }
             sync_cube();
         }
         // Output layer, f32: each output's dot product split over `split`
@@ -297,7 +302,13 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 src: (l - 1) * plane_rows,
                 dst: l * plane_rows,
             };
-            weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
+            if comptime!(regs) {
+                mma_regs::weight_grads::<F, E>(
+                    &acts, &mut scr, partials, &grads, first, backward, planes,
+                );
+            } else {
+                weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
+            }
             add_share::<F, E>(&mut acc_bias, l, &acts, &dout, l * plane_rows, s_bias);
             sync_cube();
             // δ (`src`) times the weights, over the a below (`dst`).
@@ -307,7 +318,11 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 dst: (l - 1) * plane_rows,
             };
             let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
-            product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward, ws, planes);
+            if comptime!(regs) {
+                mma_regs::product::<F, E>(&mut acts, &w, params, &down, backward, ws, planes);
+            } else {
+                product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward, ws, planes);
+            }
             sync_cube();
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.

@@ -1,0 +1,246 @@
+//! The tensor-core products of [`crate::engine::fused::gpu::kernels::mma`],
+//! on registers: CubeCL's manual MMA (`mma.sync` m16n8k16 on CUDA) with its
+//! operands loaded by `ldmatrix` from shared memory, so that each 16×16
+//! output block is finished — bias, activation, its derivative, the partial
+//! row — from the accumulator registers themselves, not through a scratch
+//! block in shared memory element by element. Same products, same work split
+//! over the planes ([`group`]), same results up to the order of f32 sums.
+//!
+//! A 16×16 block is two m16n8 tiles. Where each lane's values sit comes from
+//! the runtime (`position_of_nth`); which rows a lane points `ldmatrix` at
+//! follows PTX's fragment layouts: an A operand (16×16, row-major) is four
+//! 8×8 matrices in the order rows 0–7 / 8–15 of columns 0–7, then of columns
+//! 8–15; a B operand of two n8 tiles is four, k 0–7 / 8–15 of the first tile,
+//! then of the second. Operands stored the other way round load transposed.
+
+use crate::engine::fused::gpu::kernels::layers::{At, Layer};
+use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
+use crate::engine::fused::gpu::kernels::mma::{
+    group, row_stride, scratch_to_partials, BLOCK, PLANE_UNITS,
+};
+use cubecl::cmma::{MatrixIdent, MmaDefinition};
+use cubecl::prelude::*;
+
+/// Registers of one operand or accumulator piece: pairs of values.
+type Pairs<T> = Array<Vector<T, Const<2>>>;
+
+/// Columns of an m16n8 tile.
+const TILE_N: usize = 8;
+
+/// The m16n8k16 product of `E` operands into `F`.
+#[cube]
+fn definition<F: Float, E: Float>() -> MmaDefinition<E, E, F> {
+    MmaDefinition::<E, E, F>::new(BLOCK, TILE_N, BLOCK)
+}
+
+/// Two zeroed m16n8 f32 accumulators a block, for `count` blocks.
+#[cube]
+fn zeros<F: Float>(#[comptime] count: usize) -> Sequence<Pairs<F>> {
+    let mut accs = Sequence::new();
+    #[unroll]
+    for _ in 0..comptime!(2 * count) {
+        let mut c = Pairs::<F>::new(2usize);
+        c[0] = Vector::new(F::new(0.0));
+        c[1] = Vector::new(F::new(0.0));
+        accs.push(c);
+    }
+    accs
+}
+
+/// The four 8×8 matrices `ldmatrix` loads for a 16×16 operand at `at` in
+/// `from` (rows of `stride`): the lane's row start is `at + r·stride + c`,
+/// `r` and `c` as the caller lays the four matrices out.
+#[cube]
+fn load4<F: Float, E: Float>(
+    from: &Slice<E>,
+    at: usize,
+    #[comptime] ident: MatrixIdent,
+    #[comptime] transpose: bool,
+) -> Pairs<E> {
+    let def = definition::<F, E>();
+    def.load_matrix::<E, Const<2>>(&from.slice(at, at + 8usize), ident, 4usize, transpose)
+}
+
+/// Pairs `i` and `i + 1` of `r` as one m16n8 B operand.
+#[cube]
+fn half_of<E: Float>(r: &Pairs<E>, #[comptime] i: usize) -> Pairs<E> {
+    let mut b = Pairs::<E>::new(2usize);
+    b[0] = r[i];
+    b[1] = r[i + 1];
+    b
+}
+
+/// `acc += a·b` for one m16n8 tile.
+#[cube]
+fn mma<F: Float, E: Float>(a: &Pairs<E>, b: &Pairs<E>, acc: &mut Pairs<F>) {
+    let def = definition::<F, E>();
+    def.execute_inplace::<Const<2>, Const<2>, Const<2>>(a, b, acc);
+}
+
+/// Lane `lane`'s row (`.0`) and column (`.1`) of value `i` (0–3) of an m16n8
+/// accumulator.
+#[cube]
+fn position<F: Float, E: Float>(lane: u32, i: u32) -> (usize, usize) {
+    let def = definition::<F, E>();
+    let (r, c) = def.position_of_nth(lane, i, MatrixIdent::Accumulator);
+    (r as usize, c as usize)
+}
+
+/// [`crate::engine::fused::gpu::kernels::mma::product`] on registers.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn product<F: Float, E: Float>(
+    acts: &mut SharedMemory<E>,
+    w: &Slice<E>,
+    params: &Array<F>,
+    at: &At,
+    #[comptime] layer: Layer,
+    #[comptime] ws: usize,
+    #[comptime] planes: usize,
+) {
+    let hidden = comptime!(layer.out_w);
+    let act = comptime!(layer.act);
+    let sh = comptime!(row_stride(hidden));
+    let nb = comptime!(hidden / BLOCK);
+    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK, planes));
+    let rows = comptime!(hidden / BLOCK / g);
+    let work = comptime!((layer.tile / BLOCK) * rows);
+    let plane = (UNIT_POS / PLANE_UNITS) as usize;
+    let lane = UNIT_POS % PLANE_UNITS;
+    let l = lane as usize;
+    let source = acts.to_slice();
+    // The lane's row and column offsets in its ldmatrix pointers.
+    let a_row = l % 16usize;
+    let a_col = (l / 16usize) * 8usize;
+    let mut b = plane;
+    while b < work {
+        let m0 = (b / rows) * BLOCK;
+        let n_first = (b % rows) * comptime!(g * BLOCK);
+        let mut accs = zeros::<F>(g);
+        for k in 0..nb {
+            let k0 = k * BLOCK;
+            let a = load4::<F, E>(
+                &source,
+                at.src + (m0 + a_row) * sh + k0 + a_col,
+                MatrixIdent::A,
+                false,
+            );
+            #[unroll]
+            for q in 0..g {
+                let n0 = n_first + q * BLOCK;
+                // Forward: B[k, n] = W[n, k], W's rows hold k (as B wants);
+                // backward: B[k, n] = W[k, n], transposed.
+                let r = if comptime!(!layer.below) {
+                    let at_w = (n0 + l % 8usize + (l / 16usize) * 8usize) * ws
+                        + k0
+                        + ((l / 8usize) % 2usize) * 8usize;
+                    load4::<F, E>(w, at_w, MatrixIdent::B, false)
+                } else {
+                    let at_w = (k0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * ws
+                        + n0
+                        + (l / 16usize) * 8usize;
+                    load4::<F, E>(w, at_w, MatrixIdent::B, true)
+                };
+                mma::<F, E>(&a, &half_of::<E>(&r, 0usize), accs.index_mut(2usize * q));
+                mma::<F, E>(
+                    &a,
+                    &half_of::<E>(&r, 2usize),
+                    accs.index_mut(2usize * q + 1usize),
+                );
+            }
+        }
+        #[unroll]
+        for q in 0..comptime!(2usize * g) {
+            let acc = accs.index(q);
+            let n0 = n_first + q * TILE_N;
+            #[unroll]
+            for i in 0..4usize {
+                let (row, col) = position::<F, E>(lane, i as u32);
+                let v = acc[i / 2usize][i % 2usize];
+                let d = at.dst + (m0 + row) * sh + n0 + col;
+                if comptime!(!layer.below) {
+                    let bias = params[at.off + comptime!(hidden * hidden) + n0 + col];
+                    acts[d] = E::cast_from(act_fwd::<F>(v + bias, act));
+                } else {
+                    let a = F::cast_from(acts[d]);
+                    acts[d] = E::cast_from(v * act_bwd_at::<F>(a, act));
+                }
+            }
+        }
+        b += planes;
+    }
+}
+
+/// [`crate::engine::fused::gpu::kernels::mma::weight_grads`] on registers,
+/// each block finished through the plane's 16×16 scratch like it.
+#[cube]
+pub fn weight_grads<F: Float, E: Float>(
+    acts: &SharedMemory<E>,
+    scr: &mut SharedMemory<F>,
+    partials: &mut Array<F>,
+    at: &At,
+    first: bool,
+    #[comptime] layer: Layer,
+    #[comptime] planes: usize,
+) {
+    let hidden = comptime!(layer.out_w);
+    let sh = comptime!(row_stride(hidden));
+    let nb = comptime!(hidden / BLOCK);
+    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK, planes));
+    let rows = comptime!(hidden / BLOCK / g);
+    let plane = (UNIT_POS / PLANE_UNITS) as usize;
+    let lane = UNIT_POS % PLANE_UNITS;
+    let l = lane as usize;
+    let mine = plane * comptime!(BLOCK * BLOCK);
+    let source = acts.to_slice();
+    let mut b = plane;
+    while b < comptime!(nb * rows) {
+        let m0 = (b / rows) * BLOCK;
+        let n_first = (b % rows) * comptime!(g * BLOCK);
+        let mut accs = zeros::<F>(g);
+        for t in 0..comptime!(layer.tile / BLOCK) {
+            let t0 = t * BLOCK;
+            // A[m, k] = δ[k, m]: the δ rows (k) hold m, transposed.
+            let at_d = at.dst
+                + (t0 + l % 8usize + (l / 16usize) * 8usize) * sh
+                + m0
+                + ((l / 8usize) % 2usize) * 8usize;
+            let d = load4::<F, E>(&source, at_d, MatrixIdent::A, true);
+            #[unroll]
+            for q in 0..g {
+                let n0 = n_first + q * BLOCK;
+                // B[k, n] = a[k, n]: rows of k hold n, transposed.
+                let at_x = at.src
+                    + (t0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * sh
+                    + n0
+                    + (l / 16usize) * 8usize;
+                let r = load4::<F, E>(&source, at_x, MatrixIdent::B, true);
+                mma::<F, E>(&d, &half_of::<E>(&r, 0usize), accs.index_mut(2usize * q));
+                mma::<F, E>(
+                    &d,
+                    &half_of::<E>(&r, 2usize),
+                    accs.index_mut(2usize * q + 1usize),
+                );
+            }
+        }
+        // Through the plane's scratch, so that the partial row is read and
+        // written along its rows (straight from the registers, each access
+        // would touch eight rows).
+        #[unroll]
+        for q in 0..g {
+            #[unroll]
+            for h in 0..2usize {
+                let acc = accs.index(2usize * q + h);
+                #[unroll]
+                for i in 0..4usize {
+                    let (row, col) = position::<F, E>(lane, i as u32);
+                    scr[mine + row * BLOCK + h * TILE_N + col] = acc[i / 2usize][i % 2usize];
+                }
+            }
+            sync_plane();
+            let at_g = at.off + m0 * hidden + n_first + q * BLOCK;
+            scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
+        }
+        b += planes;
+    }
+}
