@@ -37,6 +37,37 @@ pub fn group(blocks: usize, row_blocks: usize, planes: usize) -> usize {
         .unwrap_or(1)
 }
 
+/// How a product's output of 16×16 blocks is shared out over a cube's
+/// planes: items of `group` neighbouring blocks along a row, `per_row` items
+/// a row of blocks, `items` in all (item `b` goes to plane `b % planes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Split {
+    /// Blocks an item.
+    pub group: usize,
+    /// Items a row of blocks.
+    pub per_row: usize,
+    /// Items in all.
+    pub items: usize,
+}
+
+/// The split of `row_blocks` rows of `blocks` blocks over `planes` planes.
+pub fn split(blocks: usize, row_blocks: usize, planes: usize) -> Split {
+    let g = group(blocks, row_blocks, planes);
+    Split {
+        group: g,
+        per_row: blocks / g,
+        items: row_blocks * (blocks / g),
+    }
+}
+
+/// The first row and column of item `b` of `sp`.
+#[cube]
+pub fn origin(b: usize, #[comptime] sp: Split) -> (usize, usize) {
+    let m0 = (b / comptime!(sp.per_row)) * BLOCK;
+    let n_first = (b % comptime!(sp.per_row)) * comptime!(sp.group * BLOCK);
+    (m0, n_first)
+}
+
 /// `count` zeroed 16×16 f32 accumulators.
 #[cube]
 fn accumulators<F: Float>(#[comptime] count: usize) -> Sequence<Matrix<F>> {
@@ -111,17 +142,15 @@ pub fn product<F: Float, E: Float>(
     let act = comptime!(layer.act);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK, planes));
-    let rows = comptime!(hidden / BLOCK / g);
-    let work = comptime!((layer.tile / BLOCK) * rows);
+    let sp = comptime!(split(nb, layer.tile / BLOCK, planes));
+    let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
     let mut b = plane;
     while b < work {
-        let m0 = (b / rows) * BLOCK;
-        let n_first = (b % rows) * comptime!(g * BLOCK);
+        let (m0, n_first) = origin(b, sp);
         let accs = accumulators::<F>(g);
         for k in 0..nb {
             let k0 = k * BLOCK;
@@ -190,15 +219,14 @@ pub fn weight_grads<F: Float, E: Float>(
     let hidden = comptime!(layer.out_w);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK, planes));
-    let rows = comptime!(hidden / BLOCK / g);
+    let sp = comptime!(split(nb, nb, planes));
+    let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
     let mut b = plane;
-    while b < comptime!(nb * rows) {
-        let m0 = (b / rows) * BLOCK;
-        let n_first = (b % rows) * comptime!(g * BLOCK);
+    while b < work {
+        let (m0, n_first) = origin(b, sp);
         let accs = accumulators::<F>(g);
         for t in 0..comptime!(layer.tile / BLOCK) {
             let t0 = t * BLOCK;

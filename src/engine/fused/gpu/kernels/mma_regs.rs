@@ -4,7 +4,7 @@
 //! output block is finished — bias, activation, its derivative, the partial
 //! row — from the accumulator registers themselves, not through a scratch
 //! block in shared memory element by element. Same products, same work split
-//! over the planes ([`group`]), same results up to the order of f32 sums.
+//! over the planes ([`split`]), same results up to the order of f32 sums.
 //!
 //! A 16×16 block is two m16n8 tiles. Where each lane's values sit comes from
 //! the runtime (`position_of_nth`); which rows a lane points `ldmatrix` at
@@ -16,7 +16,7 @@
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
 use crate::engine::fused::gpu::kernels::mma::{
-    group, row_stride, scratch_to_partials, BLOCK, PLANE_UNITS,
+    origin, row_stride, scratch_to_partials, split, BLOCK, PLANE_UNITS,
 };
 use cubecl::cmma::{MatrixIdent, MmaDefinition};
 use cubecl::prelude::*;
@@ -102,9 +102,8 @@ pub fn product<F: Float, E: Float>(
     let act = comptime!(layer.act);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, layer.tile / BLOCK, planes));
-    let rows = comptime!(hidden / BLOCK / g);
-    let work = comptime!((layer.tile / BLOCK) * rows);
+    let sp = comptime!(split(nb, layer.tile / BLOCK, planes));
+    let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = UNIT_POS % PLANE_UNITS;
     let l = lane as usize;
@@ -114,8 +113,7 @@ pub fn product<F: Float, E: Float>(
     let a_col = (l / 16usize) * 8usize;
     let mut b = plane;
     while b < work {
-        let m0 = (b / rows) * BLOCK;
-        let n_first = (b % rows) * comptime!(g * BLOCK);
+        let (m0, n_first) = origin(b, sp);
         let mut accs = zeros::<F>(g);
         for k in 0..nb {
             let k0 = k * BLOCK;
@@ -186,17 +184,16 @@ pub fn weight_grads<F: Float, E: Float>(
     let hidden = comptime!(layer.out_w);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let g = comptime!(group(hidden / BLOCK, hidden / BLOCK, planes));
-    let rows = comptime!(hidden / BLOCK / g);
+    let sp = comptime!(split(nb, nb, planes));
+    let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let lane = UNIT_POS % PLANE_UNITS;
     let l = lane as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
     let mut b = plane;
-    while b < comptime!(nb * rows) {
-        let m0 = (b / rows) * BLOCK;
-        let n_first = (b % rows) * comptime!(g * BLOCK);
+    while b < work {
+        let (m0, n_first) = origin(b, sp);
         let mut accs = zeros::<F>(g);
         for t in 0..comptime!(layer.tile / BLOCK) {
             let t0 = t * BLOCK;
