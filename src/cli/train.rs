@@ -8,7 +8,6 @@ use ferrofit::backend::devices::Inventory;
 use ferrofit::backend::{select, BackendKind};
 use ferrofit::config::EngineKind;
 use ferrofit::engine::checkpoint;
-use ferrofit::record::RunRecord;
 use ferrofit::rundir::{self, RunDir};
 use ferrofit::trainer::Trainer;
 use ferrofit::tune::cache;
@@ -252,19 +251,12 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         }
         other => other?,
     };
-    let mut record = RunRecord::new(
-        target.label(),
-        target.info.clone(),
-        r.engine,
-        r.engine_note,
-        &cfg,
-        r.outcome,
-    );
+    let (mut record, params) = r.into_record(&target, &cfg);
     if let Some(u) = &user {
-        record.add_user_data(&r.params, u);
+        record.add_user_data(&params, u);
     }
     if let Some(dir) = &out {
-        record.save(dir, &r.params)?;
+        record.save(dir, &params)?;
     }
     if a.json {
         println!("{}", serde_json::to_string(&record)?);

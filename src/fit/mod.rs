@@ -134,24 +134,14 @@ pub fn fit_with(
     opt: &Options,
     progress: &mut (dyn Progress + Send),
 ) -> std::result::Result<Model, FitError> {
-    Ok(train(x, y, inputs, outputs, opt, progress)?)
-}
-
-fn train(
-    x: &[f32],
-    y: &[f32],
-    inputs: usize,
-    outputs: usize,
-    opt: &Options,
-    progress: &mut (dyn Progress + Send),
-) -> Result<Model> {
     let rows = check_arrays(x, y, inputs, outputs)?;
     if !(0.0..=0.9).contains(&opt.val_split) {
         return Err(FerroError::arg(
             "val_split",
             opt.val_split,
             "hold out a fraction between 0 and 0.9",
-        ));
+        )
+        .into());
     }
     let columns = Columns {
         inputs: (0..inputs).map(|i| format!("x{i}")).collect(),
@@ -167,7 +157,8 @@ fn train(
                 "early stopping watches held-out rows: set val_split (0.1 holds out {} of {rows})",
                 rows / 10
             ),
-        ));
+        )
+        .into());
     }
     let mut cfg = TrainConfig {
         data: Data::Arrays,
@@ -203,17 +194,10 @@ fn train(
         .validation(data.val.clone())
         .progress(progress)
         .run()?;
-    let mut record = RunRecord::new(
-        target.label(),
-        target.info.clone(),
-        r.engine,
-        r.engine_note,
-        &cfg,
-        r.outcome,
-    );
-    record.add_user_data(&r.params, &data);
+    let (mut record, params) = r.into_record(&target, &cfg);
+    record.add_user_data(&params, &data);
     Ok(Model {
-        params: r.params,
+        params,
         activation: cfg.model.activation,
         normalization: data.norm,
         record: Some(record),

@@ -25,6 +25,7 @@ use crate::engine::run::{self, no_checkpoints, Control, Progress, TrainOutcome};
 use crate::engine::{Engine, FlatEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
+use crate::record::RunRecord;
 use crate::task::Dataset;
 use std::path::PathBuf;
 
@@ -39,6 +40,21 @@ pub struct RunResult {
     /// Why `auto` chose the general engine, when it did, and how the engine
     /// ran (the fused GPU kernel's launch scheme, the replicas).
     pub engine_note: Option<String>,
+}
+
+impl RunResult {
+    /// The run's record (it ran on `target` as `cfg` says) and its weights.
+    pub fn into_record(self, target: &Target, cfg: &TrainConfig) -> (RunRecord, Params) {
+        let record = RunRecord::new(
+            target.label(),
+            target.info.clone(),
+            self.engine,
+            self.engine_note,
+            cfg,
+            self.outcome,
+        );
+        (record, self.params)
+    }
 }
 
 /// A training run being set up; [`Trainer::run`] runs it.

@@ -137,10 +137,7 @@ impl<R: Runtime> GpuFused<R> {
                 ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
                 lanes,
                 tile: tile.unwrap_or(0),
-                tensor: tensor.is_some(),
-                streamed: tensor.is_some_and(|p| p.streamed),
-                units: tensor.map_or(0, |p| p.units),
-                regs: tensor.is_some_and(|p| p.regs),
+                tensor,
             },
             software,
             persistent: None,
@@ -194,19 +191,20 @@ impl<R: Runtime> GpuFused<R> {
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
-        if let Some(tile) = self.tile().filter(|_| self.pass.tensor) {
+        if let Some(p) = self.pass.tensor {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
-                 {tile} points a tile, {} units a workgroup, products on {}, weights {}, \
+                 {} points a tile, {} units a workgroup, products on {}, weights {}, \
                  two launches per step",
                 self.cfg.precision.name(),
-                self.pass.units,
-                if self.pass.regs {
+                p.tile,
+                p.units,
+                if p.regs {
                     "registers (mma.sync)"
                 } else {
                     "cmma fragments"
                 },
-                if self.pass.streamed {
+                if p.streamed {
                     "read from global memory"
                 } else {
                     "in shared memory"

@@ -141,7 +141,7 @@ impl<R: Runtime> GpuFused<R> {
         idx: Option<Handle>,
         scale: f32,
     ) {
-        if self.pass.tensor {
+        if self.pass.tensor.is_some() {
             return self.launch_tensor(start, len, idx, scale);
         }
         let (cubes, launch) = match self.tile() {

@@ -1,7 +1,8 @@
 //! What a fused GPU kernel is compiled for, as two comptime values every
 //! kernel takes: [`Shape`] (the model and its training rule — typed
 //! activation, loss and optimizer, the layer sizes) and [`Pass`] (how this
-//! device runs a pass: plane reductions, scratch, loads ahead, lanes, tile).
+//! device runs a pass: plane reductions, scratch, loads ahead, lanes, tile,
+//! the tensor-core [`Plan`]).
 //! CubeCL compiles one kernel per distinct pair, so a field here is a
 //! specialisation, not a branch at run time.
 
@@ -67,14 +68,22 @@ pub struct Pass {
     pub lanes: usize,
     /// Points per tile (the tiled and tensor-core kernels).
     pub tile: usize,
-    /// The gradient pass runs on tensor cores (`kernels::tensor`).
-    pub tensor: bool,
-    /// Tensor cores: the hidden weights read from global memory, not shared
-    /// (`tensor_plan`).
+    /// The gradient pass runs on tensor cores (`kernels::tensor`), laid out
+    /// as this plan says (`tensor_plan`).
+    pub tensor: Option<Plan>,
+}
+
+/// A layout of the tensor-core pass (chosen in `tensor_plan`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Plan {
+    /// Points a tile.
+    pub tile: usize,
+    /// The hidden-to-hidden weights read from global memory, not shared.
     pub streamed: bool,
-    /// Tensor cores: units a cube (`tensor_plan`; 0 for the other kernels).
+    /// Units a cube.
     pub units: usize,
-    /// Tensor cores: the products on registers (`kernels::mma_regs`).
+    /// The products on registers (manual MMA, `ldmatrix`: `kernels::mma_regs`),
+    /// else through CubeCL's `cmma` fragments (`kernels::mma`).
     pub regs: bool,
 }
 

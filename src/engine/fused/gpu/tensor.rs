@@ -66,19 +66,16 @@ pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
             hw.plane_size_min, hw.plane_size_max
         )));
     }
-    let mut p = plan(&shape, hw.max_shared_memory_size).ok_or_else(|| {
+    // The products on registers need manual m16n8k16 MMA and ldmatrix.
+    let manual = cubecl::ir::features::MmaConfig { n: 8, ..mma };
+    let features = &client.features().matmul;
+    let manual = features.mma.contains(&manual) && features.ldmatrix.contains(&float(kind));
+    plan(&shape, hw.max_shared_memory_size, manual).ok_or_else(|| {
         fail(
             "the model's activations do not fit this device's shared memory; use --precision f32"
                 .into(),
         )
-    })?;
-    // The products on registers need manual m16n8k16 MMA, and ldmatrix,
-    // which reads shared memory only (not streamed weights).
-    let manual = cubecl::ir::features::MmaConfig { n: 8, ..mma };
-    let features = &client.features().matmul;
-    p.regs &=
-        features.mma.contains(&manual) && features.ldmatrix.contains(&float(kind)) && !p.streamed;
-    Ok(p)
+    })
 }
 
 impl<R: Runtime> GpuFused<R> {
@@ -110,16 +107,13 @@ impl<R: Runtime> GpuFused<R> {
         let sms = hw
             .num_streaming_multiprocessors
             .map_or(DEFAULT_SMS, |n| n as usize);
-        let layout = Plan {
-            tile: self.pass.tile,
-            streamed: self.pass.streamed,
-            units: self.pass.units,
-            regs: self.pass.regs,
+        let Some(layout) = self.pass.tensor else {
+            unreachable!("the tensor-core launch runs only with a tensor-core plan")
         };
         let per_sm =
             resident_cubes(&Shape::of(&self.cfg), &layout, hw.max_shared_memory_size).max(1);
         let cubes = (sms * per_sm)
-            .min(len.div_ceil(self.pass.tile))
+            .min(len.div_ceil(layout.tile))
             .clamp(1, self.max_cubes);
         let use_idx = idx.is_some();
         // SAFETY (unchecked launches: no bounds checks): params holds np f32
@@ -137,7 +131,7 @@ impl<R: Runtime> GpuFused<R> {
             tensor_grad::launch_unchecked::<f32, E, R>(
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
-                CubeDim::new_1d(self.pass.units as u32),
+                CubeDim::new_1d(layout.units as u32),
                 self.points_arg(idx, len),
                 ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.half.clone(), np),

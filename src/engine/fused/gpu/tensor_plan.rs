@@ -26,6 +26,7 @@
 
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
+pub use crate::engine::fused::gpu::shape::Plan;
 use crate::engine::fused::gpu::shape::{keeps_z, Shape};
 
 /// 32-bit registers of one multiprocessor (every NVIDIA GPU since Kepler).
@@ -36,20 +37,6 @@ const TILES: [usize; 4] = [128, 64, 32, 16];
 
 /// Units of a cube that has its multiprocessor to itself.
 const ALONE_UNITS: usize = 512;
-
-/// A layout of the tensor-core pass.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Plan {
-    /// Points a tile.
-    pub tile: usize,
-    /// The hidden-to-hidden weights read from global memory, not shared.
-    pub streamed: bool,
-    /// Units a cube.
-    pub units: usize,
-    /// The products on registers (manual MMA, `ldmatrix`) where the device
-    /// has them, else through CubeCL's `cmma` fragments.
-    pub regs: bool,
-}
 
 /// Whether the tensor-core pass takes `s`: two or more hidden layers of a
 /// width that is a multiple of [`BLOCK`] (16–128), an activation whose
@@ -87,7 +74,7 @@ fn registers_per_unit(hidden: usize, plan: &Plan) -> usize {
         (false, true) => 80,
         (false, false) => 128,
         (true, true) => 124,
-        (true, false) if plan.units >= 512 => 128,
+        (true, false) if plan.units >= 512 => 92,
         (true, false) => 255,
     }
 }
@@ -102,16 +89,18 @@ pub fn resident_cubes(s: &Shape, plan: &Plan, per_sm_shared: usize) -> usize {
 }
 
 /// The layout of the tensor-core pass for `s` with `max_shared` bytes of
-/// shared memory a cube (None when not even a 16-point tile fits).
-pub fn plan(s: &Shape, max_shared: usize) -> Option<Plan> {
-    if let Some(p) = overridden(s, max_shared) {
+/// shared memory a cube (None when not even a 16-point tile fits), on a
+/// device with (`manual`) or without manual MMA and `ldmatrix`.
+pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
+    if let Some(p) = overridden(s, max_shared, manual) {
         return Some(p);
     }
+    // `ldmatrix` reads shared memory only: streamed weights keep cmma.
     let at = |tile, streamed| Plan {
         tile,
         streamed,
         units: CUBE_UNITS as usize,
-        regs: true,
+        regs: manual && !streamed,
     };
     let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
     let tile = |streamed| {
@@ -139,10 +128,12 @@ pub fn plan(s: &Shape, max_shared: usize) -> Option<Plan> {
     })
 }
 
-/// The layout `FERROFIT_TENSOR_PLAN` names, where it fits.
-fn overridden(s: &Shape, max_shared: usize) -> Option<Plan> {
+/// The layout `FERROFIT_TENSOR_PLAN` names, where it fits (on registers
+/// only where `manual` allows).
+fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     let text = std::env::var("FERROFIT_TENSOR_PLAN").ok()?;
-    let p = parse(&text)?;
+    let mut p = parse(&text)?;
+    p.regs &= manual && !p.streamed;
     let fits = resident_cubes(s, &p, max_shared) >= 1;
     if !fits {
         log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");
@@ -207,7 +198,7 @@ mod tests {
     #[test]
     fn tiles_leave_room_for_three_cubes_where_they_can() {
         let deep = shape(64, 3, Activation::Relu);
-        let p = plan(&deep, H200).unwrap();
+        let p = plan(&deep, H200, true).unwrap();
         assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
         // 56 KiB a cube: four by shared memory; by registers three on
         // cmma fragments (80 a unit), two on registers (124).
@@ -215,21 +206,23 @@ mod tests {
         let fragments = Plan { regs: false, ..p };
         assert_eq!(resident_cubes(&deep, &fragments, H200), 3);
         assert_eq!(
-            plan(&shape(16, 2, Activation::Relu), H200).unwrap().tile,
+            plan(&shape(16, 2, Activation::Relu), H200, true)
+                .unwrap()
+                .tile,
             128
         );
         // 4 × 128: the weights alone take 104 KiB; one cube of 64 points,
         // alone on its multiprocessor, so of 512 units.
-        let wide = plan(&shape(128, 4, Activation::Relu), H200).unwrap();
+        let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
         assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 512));
         // 2 × 128: one cube of 128 points keeps 256 units.
-        let two = plan(&shape(128, 2, Activation::Relu), H200).unwrap();
+        let two = plan(&shape(128, 2, Activation::Relu), H200, true).unwrap();
         assert_eq!((two.tile, two.units), (128, 256));
         // 8 × 128: seven layers of weights fit beside no tile; streamed.
-        let deeper = plan(&shape(128, 8, Activation::Relu), H200).unwrap();
+        let deeper = plan(&shape(128, 8, Activation::Relu), H200, true).unwrap();
         assert!(deeper.streamed);
         // Nothing fits a tiny shared memory.
-        assert_eq!(plan(&deep, 4 * 1024), None);
+        assert_eq!(plan(&deep, 4 * 1024, true), None);
         // A small shared memory: one cube.
         assert_eq!(resident_cubes(&deep, &p, 64 * 1024), 1);
     }

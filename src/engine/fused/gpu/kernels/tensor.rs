@@ -7,7 +7,7 @@
 //! where a deep model's arithmetic is — are 16×16×16 matrix products on the
 //! tensor cores ([`crate::engine::fused::gpu::kernels::mma`]), their weights
 //! in shared memory for the whole launch or read from global memory as the
-//! products need them (`pass.streamed`; [`crate::engine::fused::gpu::tensor_plan`]):
+//! products need them (the plan's `streamed`; [`crate::engine::fused::gpu::tensor_plan`]):
 //!
 //! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32,
 //!   stored back as half values;
@@ -74,8 +74,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let (inputs, hidden, layers, outputs) =
         comptime!((shape.inputs, shape.hidden, shape.layers, shape.outputs));
     let (act, loss, tile, use_idx) = comptime!((shape.act, shape.loss, pass.tile, pass.use_idx));
-    let (streamed, regs) = comptime!((pass.streamed, pass.regs));
-    let (cube_units, planes) = comptime!((pass.units, pass.units / PLANE_UNITS as usize));
+    let plan = comptime!(pass.tensor.expect("a tensor-core pass has a plan"));
+    let (streamed, regs) = comptime!((plan.streamed, plan.regs));
+    let (cube_units, planes) = comptime!((plan.units, plan.units / PLANE_UNITS as usize));
     let np = comptime!(shape.params());
     let sh = comptime!(row_stride(hidden));
     let plane_rows = comptime!(tile * sh);
@@ -148,14 +149,14 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }),
         32usize,
     );
-    let mut k = unit;
-    while k < hidden_w {
-        let l = k / comptime!(hidden * hidden);
-        let r = k % comptime!(hidden * hidden);
-        if comptime!(!streamed) {
+    if comptime!(!streamed) {
+        let mut k = unit;
+        while k < hidden_w {
+            let l = k / comptime!(hidden * hidden);
+            let r = k % comptime!(hidden * hidden);
             wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+            k += units;
         }
-        k += units;
     }
     // The first and output layers' weights a unit uses, where it always
     // takes the same hidden unit (the width divides the cube).
