@@ -7,8 +7,16 @@ mod cli;
 use ferrofit::error::{exit, FerroError};
 
 fn main() {
+    let started = std::time::Instant::now();
     ferrofit::backend::guard::install_panic_hook();
-    if let Err(e) = cli::run() {
+    let done = cli::run();
+    // What the process spends after this (the drivers' teardown) is the rest
+    // of its wall time (docs/PERFORMANCE.md, "Start-up").
+    log::debug!(
+        "command done {:.3} s after main started",
+        started.elapsed().as_secs_f64()
+    );
+    if let Err(e) = done {
         // The error and its causes, each said once (ferrofit's messages
         // already quote the cause they wrap).
         let mut line = e.to_string();

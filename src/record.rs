@@ -35,6 +35,19 @@ impl Versions {
     }
 }
 
+/// Seconds a run spent before its first step, by phase (a process's own
+/// start and the first step's kernel compilation are not in them: the first
+/// is before `main`, the second is `first_step_seconds`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Startup {
+    /// Listing the backend's devices and picking one (`train`; 0 where the
+    /// caller named the device itself).
+    pub devices: f64,
+    /// Building the engine: the device's runtime, buffers and data upload,
+    /// the persistent kernel's grid probe.
+    pub engine: f64,
+}
+
 /// Everything about one `ferrofit train` run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -58,6 +71,9 @@ pub struct RunRecord {
     pub steps_per_second: f64,
     /// Wall time of the first step (kernel compilation, autotune).
     pub first_step_seconds: f64,
+    /// Where the time before the first step went.
+    #[serde(default)]
+    pub startup: Startup,
     /// Whether the run reached its target loss.
     pub reached_target: bool,
     /// Steps skipped by f16 loss scaling (an overflow lowered the scale).
@@ -159,6 +175,7 @@ impl RunRecord {
             train_seconds: o.train_seconds,
             steps_per_second: o.steps_per_second,
             first_step_seconds: o.first_step_seconds,
+            startup: Startup::default(),
             reached_target: o.reached_target,
             skipped_steps: o.skipped_steps,
             parameters: cfg.model.parameter_count(),

@@ -112,7 +112,22 @@ startup)
     done
     for run in $(seq "$REPS"); do wall "devices $run" devices; done
     for run in $(seq "$REPS"); do wall "train cpu n=1000 steps=1 $run" train --backend cpu --n 1000 --steps 1; done
+    for run in $(seq "$REPS"); do wall "--version $run" --version; done
   } | tee "$OUT/startup.txt"
+  # Where a warm run's time goes: the record's phases and the engine's own
+  # (RUST_LOG debug), then the CUDA API calls and the OS runtime (Nsight Systems).
+  for b in cuda vulkan cpu; do
+    RUST_LOG=ferrofit=debug $B train --backend "$b" --json 2> "$OUT/phases_$b.log" |
+      python3 -c 'import json,sys; r=json.load(sys.stdin); s=r["startup"]; print("%s: devices %.3f s, engine %.3f s, first step %.3f s, training %.4f s" % (sys.argv[1], s["devices"], s["engine"], r["first_step_seconds"], r["train_seconds"]))' "$b" |
+      tee -a "$OUT/phases.txt"
+  done
+  nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys 2> /dev/null)
+  if [ -n "$nsys" ]; then
+    $nsys profile -q -o "$OUT/train_cuda" --trace=cuda,osrt $B train --backend cuda --json > /dev/null 2>> "$OUT/stderr.txt"
+    $nsys stats -q --report cuda_api_sum,osrt_sum --format csv "$OUT/train_cuda.nsys-rep" > "$OUT/nsys.txt" 2>&1
+    rm -f "$OUT"/train_cuda.nsys-rep "$OUT"/train_cuda.sqlite
+    head -40 "$OUT/nsys.txt"
+  fi
   $B cache | tee "$OUT/cache.txt"
   ;;
 python)

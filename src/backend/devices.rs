@@ -131,6 +131,8 @@ fn cpu_info() -> DeviceInfo {
 
 #[cfg(feature = "cuda")]
 fn cuda_devices(inv: &mut Inventory) {
+    use cudarc::driver::result::device;
+    use cudarc::driver::sys::CUdevice_attribute as Attr;
     use cudarc::driver::CudaContext;
     // SAFETY: only tries to dlopen libcuda; no CUDA call is made when it is absent.
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -149,11 +151,16 @@ fn cuda_devices(inv: &mut Inventory) {
     let mut version = 0i32;
     // SAFETY: plain query of the loaded driver.
     unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    // Plain device queries, no context: making one (and dropping it again
+    // before the engine makes its own) cost 0.15 s of every CUDA run's start.
     for index in 0..count {
-        let Ok(ctx) = CudaContext::new(index) else {
+        let Ok(dev) = device::get(index as i32) else {
             continue;
         };
-        let sm = ctx.compute_capability().ok();
+        // SAFETY: `dev` came from cuDeviceGet.
+        let attr = |a| unsafe { device::get_attribute(dev, a) }.ok();
+        let sm = attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+            .zip(attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
         let cc = sm.map(|(a, b)| format!(", sm_{a}{b}")).unwrap_or_default();
         let mut features = vec!["f32".to_string(), "warp 32".to_string()];
         if let Some((major, minor)) = sm {
@@ -167,11 +174,12 @@ fn cuda_devices(inv: &mut Inventory) {
         inv.devices.push(DeviceInfo {
             api: Api::Cuda,
             index,
-            name: ctx.name().unwrap_or_else(|_| "CUDA device".into()),
+            name: device::get_name(dev).unwrap_or_else(|_| "CUDA device".into()),
             vendor: "NVIDIA".into(),
             class: DeviceClass::Discrete,
             driver: format!("CUDA {}.{}{cc}", version / 1000, (version % 1000) / 10),
-            memory_bytes: ctx.total_mem().ok().map(|m| m as u64),
+            // SAFETY: as above.
+            memory_bytes: unsafe { device::total_mem(dev) }.ok().map(|m| m as u64),
             memory_note: "device memory".into(),
             features,
         });

@@ -190,11 +190,17 @@ fn check_listing(dir: &Path, now: &str) -> std::result::Result<(), &'static str>
     }
 }
 
-/// Writes the seal of the folder this process holds (at a clean exit).
+/// Writes the seal of the folder this process holds (at a clean exit),
+/// unless the folder still matches the one it has (a run that compiled
+/// nothing new writes nothing).
 pub fn seal() {
     let taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((dir, _)) = taken.as_ref() {
-        if let Err(e) = io::write_atomic(&dir.join(SEAL), listing(dir).as_bytes()) {
+        let now = listing(dir);
+        if std::fs::read_to_string(dir.join(SEAL)).is_ok_and(|s| s == now) {
+            return;
+        }
+        if let Err(e) = io::write_atomic(&dir.join(SEAL), now.as_bytes()) {
             log::warn!("kernel cache not sealed (it will be rebuilt): {e}");
         }
     }

@@ -152,8 +152,10 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         ),
         _ => (a.backend, a.device),
     };
+    let listed = std::time::Instant::now();
     let inv = Inventory::probe_for(&[kind]);
     let target = select::select(&inv, kind, index)?;
+    let devices_seconds = listed.elapsed().as_secs_f64();
     let mut engine = a.engine;
     if a.tuned {
         let path = a.tune_cache.clone().unwrap_or_else(cache::default_path);
@@ -252,6 +254,7 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         other => other?,
     };
     let (mut record, params) = r.into_record(&target, &cfg);
+    record.startup.devices = devices_seconds;
     if let Some(u) = &user {
         record.add_user_data(&params, u);
     }
@@ -282,6 +285,11 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
         println!(
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",
             record.steps, record.backend, record.engine, record.precision, record.final_loss, record.train_seconds, record.steps_per_second, record.first_step_seconds
+        );
+        note!(
+            "start-up: devices {:.3} s, engine {:.3} s (runtime, buffers, kernel probe)",
+            record.startup.devices,
+            record.startup.engine
         );
         if a.plot {
             print!(

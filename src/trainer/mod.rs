@@ -40,12 +40,14 @@ pub struct RunResult {
     /// Why `auto` chose the general engine, when it did, and how the engine
     /// ran (the fused GPU kernel's launch scheme, the replicas).
     pub engine_note: Option<String>,
+    /// Seconds spent building the engine (replicas: 0, they build in training).
+    pub setup_seconds: f64,
 }
 
 impl RunResult {
     /// The run's record (it ran on `target` as `cfg` says) and its weights.
     pub fn into_record(self, target: &Target, cfg: &TrainConfig) -> (RunRecord, Params) {
-        let record = RunRecord::new(
+        let mut record = RunRecord::new(
             target.label(),
             target.info.clone(),
             self.engine,
@@ -53,6 +55,7 @@ impl RunResult {
             cfg,
             self.outcome,
         );
+        record.startup.engine = self.setup_seconds;
         (record, self.params)
     }
 }
@@ -181,7 +184,9 @@ impl<'p> Trainer<'p> {
             None => &mut none,
         };
         guarded(&target, || {
+            let built = std::time::Instant::now();
             let mut engine = self.build(&target, kind)?;
+            let setup_seconds = built.elapsed().as_secs_f64();
             let outcome = run::train(&mut engine, &self.cfg, progress, &ctl)?;
             let e = engine.step();
             let note = match (why, e.detail()) {
@@ -193,6 +198,7 @@ impl<'p> Trainer<'p> {
                 params: e.params()?,
                 engine: kind,
                 engine_note: note,
+                setup_seconds,
             })
         })
     }
@@ -277,6 +283,7 @@ impl<'p> Trainer<'p> {
                 self.targets.len(),
                 select::describe(&self.targets)
             )),
+            setup_seconds: 0.0,
         })
     }
 }

@@ -46,6 +46,7 @@ impl Platform for Cuda {
             init,
             &device(t),
             false,
+            crate::backend::kernel_cache::enable(&t.info),
         ))
     }
 

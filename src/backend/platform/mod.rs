@@ -58,7 +58,9 @@ pub(crate) fn general_on<B: burn::tensor::backend::AutodiffBackend>(
     )?))
 }
 
-/// The fused GPU engine on CubeCL runtime `R` (each GPU platform's [`Platform::fused`]).
+/// The fused GPU engine on CubeCL runtime `R` (each GPU platform's
+/// [`Platform::fused`]), keeping what it measures in `memo` (the kernel
+/// cache's folder, where the platform has one).
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) fn gpu_fused_on<R: cubecl::Runtime>(
     cfg: &TrainConfig,
@@ -66,9 +68,16 @@ pub(crate) fn gpu_fused_on<R: cubecl::Runtime>(
     init: Params,
     device: &R::Device,
     software: bool,
+    memo: Option<std::path::PathBuf>,
 ) -> Box<dyn FlatEngine> {
+    use crate::engine::fused::gpu::memo::Memo;
     Box::new(crate::engine::fused::gpu::GpuFused::<R>::new(
-        cfg, data, init, device, software,
+        cfg,
+        data,
+        init,
+        device,
+        software,
+        Memo::at(memo),
     ))
 }
 

@@ -97,6 +97,7 @@ impl Platform for Wgpu {
             init,
             &device(t)?,
             software,
+            None,
         ))
     }
 

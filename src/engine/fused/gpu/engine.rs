@@ -17,6 +17,7 @@ use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
+use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
@@ -55,6 +56,8 @@ pub struct GpuFused<R: Runtime> {
     pub(super) pass: Pass,
     /// The device is a GPU API on the CPU (lavapipe).
     pub(super) software: bool,
+    /// Where it keeps what it measured about the device between runs.
+    pub(super) memo: Memo,
     /// The persistent path, when enabled and the device runs it.
     pub(super) persistent: Option<Persistent>,
     /// A full-batch micro-batch `(start, len, scale)` waiting for `apply`.
@@ -77,15 +80,19 @@ pub(crate) fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
 
 impl<R: Runtime> GpuFused<R> {
     /// Uploads `data` and `init` to `device`. The caller has checked the
-    /// envelope; `software` says the device is a GPU API on the CPU (lavapipe).
+    /// envelope; `software` says the device is a GPU API on the CPU
+    /// (lavapipe); `memo` keeps what the engine measures about the device.
     pub fn new(
         cfg: &TrainConfig,
         data: &Dataset,
         init: Params,
         device: &R::Device,
         software: bool,
+        memo: Memo,
     ) -> Self {
+        let opened = std::time::Instant::now();
         let client = R::client(device);
+        let client_seconds = opened.elapsed().as_secs_f64();
         let hidden = cfg.model.hidden;
         let np = init.len();
         let flat = init.flatten();
@@ -119,8 +126,11 @@ impl<R: Runtime> GpuFused<R> {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,
         };
+        let uploaded = std::time::Instant::now();
+        let buf = Buffers::upload(&client, data, &flat, max_cubes);
+        let upload_seconds = uploaded.elapsed().as_secs_f64();
         let mut engine = GpuFused {
-            buf: Buffers::upload(&client, data, &flat, max_cubes),
+            buf,
             client,
             cfg: cfg.clone(),
             np,
@@ -140,13 +150,19 @@ impl<R: Runtime> GpuFused<R> {
                 tensor,
             },
             software,
+            memo,
             persistent: None,
             deferred: None,
             max_cubes,
         };
+        let probed = std::time::Instant::now();
         if cfg.kernel.persistent && whole_steps(cfg) && tile.is_none() {
             engine.persistent = Persistent::start(&engine, device);
         }
+        log::debug!(
+            "fused engine set-up: runtime client {client_seconds:.3} s, buffers {upload_seconds:.3} s, persistent grid {:.3} s",
+            probed.elapsed().as_secs_f64()
+        );
         engine
     }
 

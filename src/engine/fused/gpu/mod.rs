@@ -11,7 +11,8 @@
 //!   its launches); `tensor_plan`: its shared-memory layout and tile, and the
 //!   cubes a multiprocessor holds;
 //! - `steps`: the host side of the persistent kernel (queued full-batch steps,
-//!   the per-device grid probe);
+//!   the per-device grid probe); `memo`: what the engine measured about its
+//!   device, kept between runs (the probe's answer);
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
 //!   and the device math they share. A new kernel is a new file there plus
 //!   its launch.
@@ -22,6 +23,7 @@ mod engine;
 #[allow(missing_docs)]
 pub mod kernels;
 pub mod launch;
+pub mod memo;
 pub mod shape;
 pub mod steps;
 pub mod tensor;

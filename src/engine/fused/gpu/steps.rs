@@ -6,16 +6,21 @@
 //! all run at once: a scratch engine on zeros launches a few zero-learning-rate
 //! steps with a short spin bound on 1, 2, 4, … cubes and keeps the last that
 //! finishes without a timeout (a failing grid is slow to fail, so only one is
-//! tried). The answer is cached per device and parameter count (registers). A device where
-//! even one cube fails (or the probe panics) keeps the two-launch path.
+//! tried). The answer is cached per device and parameter count (registers)
+//! in the process, and on disk by the engine's [`crate::engine::fused::gpu::memo::Memo`] (per
+//! kernel shape and pass: the kernel cache's folder is already per device,
+//! driver and build). A device where even one cube fails (or the probe
+//! panics) keeps the two-launch path.
 
 use crate::config::TrainConfig;
 use crate::engine::fused::gpu::kernels::args::ExchangeLaunch;
 use crate::engine::fused::gpu::kernels::ops::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps, PlanLaunch, PLAN_F, PLAN_U};
+use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::{pod_bytes, GpuFused, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
+use crate::io::fnv1a;
 use crate::task::Dataset;
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -87,7 +92,7 @@ impl Persistent {
         let max = match known {
             Some(g) => g,
             None => {
-                let g = probe(engine, device);
+                let g = recall_or_probe(engine, device);
                 if let Ok(mut m) = PROBED.lock() {
                     m.get_or_insert_with(HashMap::new).insert(key, g);
                 }
@@ -120,6 +125,27 @@ impl Persistent {
     }
 }
 
+/// The probe's answer for `engine`'s kernel as the memo kept it, or
+/// measured (and kept).
+fn recall_or_probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
+    let what = format!("{:?}/{:?}", Shape::of(&engine.cfg), engine.pass);
+    let key = format!("persistent-grid-{:016x}", fnv1a(&[what.as_bytes()]));
+    match engine.memo.recall(&key).as_deref() {
+        Some("none") => return None,
+        Some(v) => {
+            if let Ok(g) = v.parse() {
+                return Some(g);
+            }
+        }
+        None => {}
+    }
+    let g = probe(engine, device);
+    engine
+        .memo
+        .remember(&key, &g.map_or("none".into(), |g: u32| g.to_string()));
+    g
+}
+
 /// The largest grid of [`GRIDS`] that runs `engine`'s kernel with every cube
 /// resident. The probe trains a copy of the model on zeros in its own small
 /// engine, so the run's data, weights and optimizer state are never touched
@@ -147,6 +173,7 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         engine.template.clone(),
         device,
         engine.software,
+        Memo::default(),
     );
     let mut found = None;
     for &g in &GRIDS {
