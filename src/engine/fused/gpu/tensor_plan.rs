@@ -46,7 +46,7 @@ pub fn takes(s: &Shape) -> bool {
 }
 
 /// Shared-memory bytes of `plan` for `s`: the activations, the weights
-/// unless streamed, the f32 inputs and output δs, a 16×16 f32 scratch a
+/// unless streamed, the f32 inputs, a 16×16 f32 scratch a
 /// plane and a value a unit for the sums.
 pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
     let row = row_stride(s.hidden) * 2;
@@ -56,15 +56,17 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
         (s.layers - 1) * s.hidden * row
     };
     let planes = plan.units / PLANE_UNITS as usize;
-    let f32s = plan.tile * (s.inputs + s.outputs) + planes * BLOCK * BLOCK + plan.units;
+    let f32s = plan.tile * s.inputs + planes * BLOCK * BLOCK + plan.units;
     s.layers * plan.tile * row + weights + f32s * 4
 }
 
 /// Registers a unit of `tensor_grad` takes for `plan`, as Nsight Compute
 /// read them on the H200 (sm_90; the runtime does not say,
 /// docs/results/2026-12-01-h200/profile/, plans-regs/): on `cmma` fragments
-/// 78–80 for widths up to 64, 128 above; on registers 124 for widths up to
-/// 64, 92 for 128 in cubes of 512 (whose launch bound caps them at 128), and
+/// 78–80 for widths up to 64, 128 above; on registers 128 for widths up to
+/// 64 (124 before the output layer moved to `kernels::head`;
+/// docs/results/2026-12-02-h200/ab-head/), 92 for 128 in cubes of 512 (read
+/// before that move; their launch bound caps them at 128), and
 /// for 128 in cubes of 256, not measured, the most a unit can have. Counting
 /// more cubes than the registers hold launches a partial second wave: 4 a
 /// multiprocessor by shared memory where 3 fit ran a third of the cubes after
@@ -73,7 +75,7 @@ fn registers_per_unit(hidden: usize, plan: &Plan) -> usize {
     match (plan.regs, hidden <= 64) {
         (false, true) => 80,
         (false, false) => 128,
-        (true, true) => 124,
+        (true, true) => 128,
         (true, false) if plan.units >= 512 => 92,
         (true, false) => 255,
     }
@@ -201,7 +203,7 @@ mod tests {
         let p = plan(&deep, H200, true).unwrap();
         assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
         // 56 KiB a cube: four by shared memory; by registers three on
-        // cmma fragments (80 a unit), two on registers (124).
+        // cmma fragments (80 a unit), two on registers (128).
         assert_eq!(resident_cubes(&deep, &p, H200), 2);
         let fragments = Plan { regs: false, ..p };
         assert_eq!(resident_cubes(&deep, &fragments, H200), 3);
@@ -250,7 +252,7 @@ mod tests {
             plan_bytes(&s, &wider) - plan_bytes(&s, &base),
             (8 * 256 + 256) * 4
         );
-        // 512 units of 124 registers: one cube a multiprocessor.
+        // 512 units of 128 registers: one cube a multiprocessor.
         assert_eq!(resident_cubes(&s, &wider, H200), 1);
         // 128 wide on registers in cubes of 256: counted as the most a unit
         // can have (not measured), so one cube.

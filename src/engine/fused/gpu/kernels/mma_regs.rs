@@ -6,9 +6,12 @@
 //! block in shared memory element by element. Same products, same work split
 //! over the planes ([`split`]), same results up to the order of f32 sums.
 //!
-//! A 16×16 block is two m16n8 tiles. Where each lane's values sit comes from
-//! the runtime (`position_of_nth`); which rows a lane points `ldmatrix` at
-//! follows PTX's fragment layouts: an A operand (16×16, row-major) is four
+//! A 16×16 block is two m16n8 tiles. A lane holds, of each m16n8
+//! accumulator, two neighbouring columns of two rows eight apart (PTX's
+//! layout, as the runtime's `position_of_nth` also gives it), so the
+//! epilogues read and write them as pairs — one four-byte access for two
+//! half values, one bias load for two rows. Which rows a lane points
+//! `ldmatrix` at follows PTX's fragment layouts too: an A operand (16×16, row-major) is four
 //! 8×8 matrices in the order rows 0–7 / 8–15 of columns 0–7, then of columns
 //! 8–15; a B operand of two n8 tiles is four, k 0–7 / 8–15 of the first tile,
 //! then of the second. Operands stored the other way round load transposed.
@@ -77,13 +80,12 @@ fn mma<F: Float, E: Float>(a: &Pairs<E>, b: &Pairs<E>, acc: &mut Pairs<F>) {
     def.execute_inplace::<Const<2>, Const<2>, Const<2>>(a, b, acc);
 }
 
-/// Lane `lane`'s row (`.0`) and column (`.1`) of value `i` (0–3) of an m16n8
-/// accumulator.
+/// Lane `lane`'s first row (`.0`; the second is 8 below) and first column
+/// (`.1`; the second is next to it) in an m16n8 accumulator: pair 0 of the
+/// accumulator is that row, pair 1 the row 8 below.
 #[cube]
-fn position<F: Float, E: Float>(lane: u32, i: u32) -> (usize, usize) {
-    let def = definition::<F, E>();
-    let (r, c) = def.position_of_nth(lane, i, MatrixIdent::Accumulator);
-    (r as usize, c as usize)
+fn position(lane: usize) -> (usize, usize) {
+    (lane / 4usize, (lane % 4usize) * 2usize)
 }
 
 /// [`crate::engine::fused::gpu::kernels::mma::product`] on registers.
@@ -105,9 +107,13 @@ pub fn product<F: Float, E: Float>(
     let sp = comptime!(split(nb, layer.tile / BLOCK, planes));
     let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
-    let lane = UNIT_POS % PLANE_UNITS;
-    let l = lane as usize;
+    let l = (UNIT_POS % PLANE_UNITS) as usize;
     let source = acts.to_slice();
+    let mut pairs = acts
+        .to_slice_mut()
+        .into_vectorized()
+        .with_vector_size::<Const<2>>();
+    let (row, col) = position(l);
     // The lane's row and column offsets in its ldmatrix pointers.
     let a_row = l % 16usize;
     let a_col = (l / 16usize) * 8usize;
@@ -150,19 +156,28 @@ pub fn product<F: Float, E: Float>(
         #[unroll]
         for q in 0..comptime!(2usize * g) {
             let acc = accs.index(q);
-            let n0 = n_first + q * TILE_N;
+            let n = n_first + q * TILE_N + col;
+            let mut bias = Vector::<F, Const<2>>::empty();
+            if comptime!(!layer.below) {
+                let at_b = at.off + comptime!(hidden * hidden) + n;
+                bias[0] = params[at_b];
+                bias[1] = params[at_b + 1usize];
+            }
             #[unroll]
-            for i in 0..4usize {
-                let (row, col) = position::<F, E>(lane, i as u32);
-                let v = acc[i / 2usize][i % 2usize];
-                let d = at.dst + (m0 + row) * sh + n0 + col;
+            for h in 0..2usize {
+                let v = acc[h];
+                // Even: rows and column offsets are.
+                let d = (at.dst + (m0 + row + h * 8usize) * sh + n) / 2usize;
+                let mut out = Vector::<E, Const<2>>::empty();
                 if comptime!(!layer.below) {
-                    let bias = params[at.off + comptime!(hidden * hidden) + n0 + col];
-                    acts[d] = E::cast_from(act_fwd::<F>(v + bias, act));
+                    out[0] = E::cast_from(act_fwd::<F>(v[0] + bias[0], act));
+                    out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
                 } else {
-                    let a = F::cast_from(acts[d]);
-                    acts[d] = E::cast_from(v * act_bwd_at::<F>(a, act));
+                    let a = pairs[d];
+                    out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
+                    out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
                 }
+                pairs[d] = out;
             }
         }
         b += planes;
@@ -187,10 +202,10 @@ pub fn weight_grads<F: Float, E: Float>(
     let sp = comptime!(split(nb, nb, planes));
     let (g, work) = comptime!((sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
-    let lane = UNIT_POS % PLANE_UNITS;
-    let l = lane as usize;
+    let l = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
+    let (row, col) = position(l);
     let mut b = plane;
     while b < work {
         let (m0, n_first) = origin(b, sp);
@@ -225,13 +240,16 @@ pub fn weight_grads<F: Float, E: Float>(
         // would touch eight rows).
         #[unroll]
         for q in 0..g {
+            let mut block = scr
+                .to_slice_mut()
+                .into_vectorized()
+                .with_vector_size::<Const<2>>();
             #[unroll]
             for h in 0..2usize {
                 let acc = accs.index(2usize * q + h);
                 #[unroll]
-                for i in 0..4usize {
-                    let (row, col) = position::<F, E>(lane, i as u32);
-                    scr[mine + row * BLOCK + h * TILE_N + col] = acc[i / 2usize][i % 2usize];
+                for r in 0..2usize {
+                    block[(mine + (row + r * 8usize) * BLOCK + h * TILE_N + col) / 2usize] = acc[r];
                 }
             }
             sync_plane();

@@ -7,8 +7,8 @@
 //!   gradient rows through global memory;
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
 //! - `tensor` + `mma` (cmma fragments) or `mma_regs` (manual MMA on
-//!   registers) + `sums`: several hidden layers on tensor cores,
-//!   half-precision operands;
+//!   registers) + `head` (the output layer) + `sums`: several hidden layers
+//!   on tensor cores, half-precision operands;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
 //! - `ops` (per-point pass, cube reductions) and `math` (activations, losses,
@@ -16,6 +16,7 @@
 
 pub mod args;
 pub mod fused;
+pub mod head;
 pub mod layers;
 pub mod math;
 pub mod mma;

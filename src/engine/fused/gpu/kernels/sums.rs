@@ -1,6 +1,6 @@
 //! The tensor-core pass's sums over a tile's points that are not matrix
-//! products: the output layer's gradient, every layer's bias gradient and
-//! the first layer's weight gradient. All the cube's units share them:
+//! products and not the output layer's (`head`): every hidden layer's bias
+//! gradient and the first layer's weight gradient. All the cube's units share them:
 //! with fewer entries than units each entry's points are split over
 //! ⌊units / entries⌋ parts, else a unit takes several entries. Each unit keeps
 //! its share in registers across every tile the cube takes, and the shares
@@ -12,8 +12,6 @@ use cubecl::prelude::*;
 /// Which sum: its entries and their term at point `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// `O·H` weights (δ_out[t, o]·a_L[t, j]) then `O` biases (δ_out[t, o]).
-    Output,
     /// `H` biases of one hidden layer (δ[t, j]).
     Bias,
     /// `H·I` weights of the first layer (δ_1[t, j]·x[t, a]).
@@ -34,15 +32,12 @@ pub struct Sum {
     pub inputs: usize,
     /// Width of the hidden layers.
     pub hidden: usize,
-    /// Outputs a point.
-    pub outputs: usize,
 }
 
 impl Sum {
     /// Entries of the sum.
     pub fn entries(&self) -> usize {
         match self.kind {
-            Kind::Output => self.outputs * self.hidden + self.outputs,
             Kind::Bias => self.hidden,
             Kind::First => self.hidden * self.inputs,
         }
@@ -74,7 +69,7 @@ pub fn add_share<F: Float, E: Float>(
     let entries = comptime!(s.entries());
     let parts = comptime!(s.parts());
     let sh = comptime!(row_stride(s.hidden));
-    let (inputs, hidden, outputs) = comptime!((s.inputs, s.hidden, s.outputs));
+    let inputs = comptime!(s.inputs);
     let unit = UNIT_POS as usize;
     #[unroll]
     for k in 0..comptime!(s.slots()) {
@@ -88,14 +83,7 @@ pub fn add_share<F: Float, E: Float>(
             let mut sum = F::new(0.0);
             let mut t = part;
             while t < comptime!(s.tile) {
-                if comptime!(s.kind == Kind::Output) {
-                    if e < comptime!(outputs * hidden) {
-                        sum += f32s[t * outputs + e / hidden]
-                            * F::cast_from(rows[src + t * sh + e % hidden]);
-                    } else {
-                        sum += f32s[t * outputs + e - comptime!(outputs * hidden)];
-                    }
-                } else if comptime!(s.kind == Kind::Bias) {
+                if comptime!(s.kind == Kind::Bias) {
                     sum += F::cast_from(rows[src + t * sh + e]);
                 } else {
                     sum += F::cast_from(rows[src + t * sh + e / inputs])

@@ -17,17 +17,18 @@
 //!
 //! Every hidden layer's activations stay in shared memory, in the operand
 //! type `E` (f16 or bf16); the first layer (few inputs) and the output layer
-//! (few outputs) are plain f32 arithmetic, and the sums over the tile that
-//! are not matrix products are shared by every unit
-//! ([`crate::engine::fused::gpu::kernels::sums`]). The output δ is *not*
+//! (few outputs; [`crate::engine::fused::gpu::kernels::head`]) are plain f32
+//! arithmetic, and the other sums over the tile that are not matrix products
+//! are shared by every unit ([`crate::engine::fused::gpu::kernels::sums`]). The output δ is *not*
 //! multiplied by the batch's scale (1/N would underflow f16): the row is
 //! scaled once at the end, so f16 needs no loss scaling for losses of
 //! ordinary size. Activations whose derivative needs z (silu, gelu) are not
 //! taken here.
 
 use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
+use crate::engine::fused::gpu::kernels::head::{self, Head};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
-use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
+use crate::engine::fused::gpu::kernels::math::act_fwd;
 use crate::engine::fused::gpu::kernels::mma::{
     product, row_stride, weight_grads, BLOCK, PLANE_UNITS,
 };
@@ -36,14 +37,6 @@ use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
-
-/// Units sharing each output's dot product over `hidden` values, for
-/// `outs` outputs a tile, in a cube of `units`: as many as the cube has for
-/// each (at most 16), or 1 (the partial sums, `split × outs` ≤ `units`, fit
-/// the planes' scratch).
-fn out_split(outs: usize, hidden: usize, units: usize) -> usize {
-    (units / outs).clamp(1, 16).min(hidden)
-}
 
 /// The non-product sum `kind` of `s`'s model over tiles of `tile` points,
 /// shared by `units` units.
@@ -54,7 +47,6 @@ fn sum_of(kind: Kind, s: &Shape, tile: usize, units: usize) -> Sum {
         units,
         inputs: s.inputs,
         hidden: s.hidden,
-        outputs: s.outputs,
     }
 }
 
@@ -105,18 +97,26 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     // Tensor-core loads and stores want 32-byte aligned rows.
     let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);
     let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
-    let mut dout = SharedMemory::<F>::new(comptime!(tile * outputs));
     let mut scr = SharedMemory::<F>::new_aligned(comptime!(planes * BLOCK * BLOCK), 32usize);
     let mut red = SharedMemory::<F>::new(cube_units);
     // This unit's shares of the non-product sums, kept over every tile.
-    let s_out = comptime!(sum_of(Kind::Output, &shape, tile, cube_units));
+    let hd = comptime!(Head {
+        tile,
+        hidden,
+        outputs,
+        units: cube_units,
+        off_out,
+        act,
+        loss,
+        use_idx,
+    });
     let s_bias = comptime!(sum_of(Kind::Bias, &shape, tile, cube_units));
     let s_first = comptime!(sum_of(Kind::First, &shape, tile, cube_units));
-    let mut acc_out = Array::<F>::new(comptime!(s_out.slots()));
+    let mut acc_out = Array::<F>::new(comptime!(hd.slots()));
     let mut acc_bias = Array::<F>::new(layers);
     let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
     #[unroll]
-    for k in 0..comptime!(s_out.slots()) {
+    for k in 0..comptime!(hd.slots()) {
         acc_out[k] = F::new(0.0);
     }
     #[unroll]
@@ -158,22 +158,17 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             k += units;
         }
     }
-    // The first and output layers' weights a unit uses, where it always
-    // takes the same hidden unit (the width divides the cube).
+    // The first layer's weights a unit uses, where it always takes the
+    // same hidden unit (the width divides the cube).
     let fixed = comptime!(cube_units.is_multiple_of(hidden));
     let j_fixed = unit % hidden;
     let mut w_first = Array::<F>::new(comptime!(inputs + 1));
-    let mut w_out = Array::<F>::new(outputs);
     if comptime!(fixed) {
         #[unroll]
         for a in 0..inputs {
             w_first[a] = params[j_fixed * inputs + a];
         }
         w_first[inputs] = params[comptime!(hidden * inputs) + j_fixed];
-        #[unroll]
-        for o in 0..outputs {
-            w_out[o] = params[off_out + o * hidden + j_fixed];
-        }
     }
     sync_cube();
 
@@ -228,70 +223,19 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             }
             sync_cube();
         }
-        // Output layer, f32: each output's dot product split over `split`
-        // units (partial sums in the planes' scratch), then loss and output δ
-        // (unscaled).
+        // Output layer, f32: loss, output δ (unscaled), the last hidden
+        // layer's δ over its activations, this unit's share of the gradient.
         let last = (layers - 1) * plane_rows;
-        let outs = comptime!(tile * outputs);
-        let split = comptime!(out_split(tile * outputs, hidden, cube_units));
-        let mut u = unit;
-        while u < comptime!(split * tile * outputs) {
-            let e = u % outs;
-            let part = u / outs;
-            let t = e / outputs;
-            let o = e % outputs;
-            let mut z = F::new(0.0);
-            let mut j = part;
-            while j < hidden {
-                z += params[off_out + o * hidden + j] * F::cast_from(acts[last + t * sh + j]);
-                j += split;
-            }
-            scr[u] = z;
-            u += units;
-        }
-        sync_cube();
-        let mut e = unit;
-        while e < outs {
-            let t = e / outputs;
-            let o = e % outputs;
-            let mut z = params[off_out + comptime!(outputs * hidden) + o];
-            #[unroll]
-            for q in 0..split {
-                z += scr[q * outs + e];
-            }
-            let mut d = F::new(0.0);
-            if base + t < n {
-                let p = points.at(batch.start, base + t, use_idx);
-                let r = z - points.y[p * outputs + o];
-                lsum += loss_value::<F>(r, loss);
-                d = loss_grad::<F>(r, loss);
-            }
-            dout[e] = d;
-            e += units;
-        }
-        sync_cube();
-        // Output layer's gradients: Σ_t δ_out·a_L, Σ_t δ_out.
-        add_share::<F, E>(&mut acc_out, 0, &acts, &dout, last, s_out);
-        sync_cube();
-        // δ of the last hidden layer, over its activations.
-        let mut e = unit;
-        while e < comptime!(tile * hidden) {
-            let t = e / hidden;
-            let j = e % hidden;
-            let mut s = F::new(0.0);
-            #[unroll]
-            for o in 0..outputs {
-                let w_o = if comptime!(fixed) {
-                    w_out[o]
-                } else {
-                    params[off_out + o * hidden + j]
-                };
-                s += dout[t * outputs + o] * w_o;
-            }
-            let i = last + t * sh + j;
-            acts[i] = E::cast_from(s * act_bwd_at::<F>(F::cast_from(acts[i]), act));
-            e += units;
-        }
+        lsum += head::sweep::<F, E>(
+            &mut acts,
+            points,
+            &batch,
+            params,
+            &mut acc_out,
+            base,
+            last,
+            hd,
+        );
         sync_cube();
         // Hidden layers L..2: weight gradients, then δ of the layer below.
         for r in 1..layers {
@@ -310,7 +254,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             } else {
                 weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
             }
-            add_share::<F, E>(&mut acc_bias, l, &acts, &dout, l * plane_rows, s_bias);
+            add_share::<F, E>(&mut acc_bias, l, &acts, &xin, l * plane_rows, s_bias);
             sync_cube();
             // δ (`src`) times the weights, over the a below (`dst`).
             let down = At {
@@ -328,7 +272,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
         add_share::<F, E>(&mut acc_first, 0, &acts, &xin, 0, s_first);
-        add_share::<F, E>(&mut acc_bias, 0, &acts, &dout, 0, s_bias);
+        add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, 0, s_bias);
         sync_cube();
         base += CUBE_COUNT * tile;
     }
@@ -337,7 +281,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     if unit == 0usize {
         partials[row + np] = total;
     }
-    flush::<F>(&acc_out, 0, &mut red, partials, row + off_out, s_out);
+    head::flush::<F>(&acc_out, &mut red, partials, row + off_out, hd);
     flush::<F>(&acc_first, 0, &mut red, partials, row, s_first);
     let at_first_bias = row + comptime!(hidden * inputs);
     flush::<F>(&acc_bias, 0, &mut red, partials, at_first_bias, s_bias);
