@@ -286,11 +286,14 @@ pub fn run(a: TrainArgs) -> anyhow::Result<()> {
             "{} steps on {} ({:?} engine, {:?}): final loss {:.6}, {:.3} s ({:.1} steps/s, first step {:.3} s)",
             record.steps, record.backend, record.engine, record.precision, record.final_loss, record.train_seconds, record.steps_per_second, record.first_step_seconds
         );
-        note!(
-            "start-up: devices {:.3} s, engine {:.3} s (runtime, buffers, kernel probe)",
-            record.startup.devices,
-            record.startup.engine
-        );
+        // Replicas build their engines inside training: no set-up of their own to show.
+        if a.devices.is_empty() {
+            note!(
+                "start-up: devices {:.3} s, engine {:.3} s (runtime, buffers, kernel probe)",
+                record.startup.devices,
+                record.startup.engine
+            );
+        }
         if a.plot {
             print!(
                 "{}",
