@@ -80,6 +80,23 @@ fn mma<F: Float, E: Float>(a: &Pairs<E>, b: &Pairs<E>, acc: &mut Pairs<F>) {
     def.execute_inplace::<Const<2>, Const<2>, Const<2>>(a, b, acc);
 }
 
+/// `accs[2q]`, `accs[2q + 1]` += `a`·`r` for one 16×16 B operand `r` (its
+/// two m16n8 tiles).
+#[cube]
+fn block_mma<F: Float, E: Float>(
+    a: &Pairs<E>,
+    r: &Pairs<E>,
+    accs: &mut Sequence<Pairs<F>>,
+    #[comptime] q: usize,
+) {
+    mma::<F, E>(a, &half_of::<E>(r, 0usize), accs.index_mut(2usize * q));
+    mma::<F, E>(
+        a,
+        &half_of::<E>(r, 2usize),
+        accs.index_mut(2usize * q + 1usize),
+    );
+}
+
 /// Lane `lane`'s first row (`.0`; the second is 8 below) and first column
 /// (`.1`; the second is next to it) in an m16n8 accumulator: pair 0 of the
 /// accumulator is that row, pair 1 the row 8 below.
@@ -145,12 +162,7 @@ pub fn product<F: Float, E: Float>(
                         + (l / 16usize) * 8usize;
                     load4::<F, E>(w, at_w, MatrixIdent::B, true)
                 };
-                mma::<F, E>(&a, &half_of::<E>(&r, 0usize), accs.index_mut(2usize * q));
-                mma::<F, E>(
-                    &a,
-                    &half_of::<E>(&r, 2usize),
-                    accs.index_mut(2usize * q + 1usize),
-                );
+                block_mma::<F, E>(&a, &r, &mut accs, q);
             }
         }
         #[unroll]
@@ -227,12 +239,7 @@ pub fn weight_grads<F: Float, E: Float>(
                     + n0
                     + (l / 16usize) * 8usize;
                 let r = load4::<F, E>(&source, at_x, MatrixIdent::B, true);
-                mma::<F, E>(&d, &half_of::<E>(&r, 0usize), accs.index_mut(2usize * q));
-                mma::<F, E>(
-                    &d,
-                    &half_of::<E>(&r, 2usize),
-                    accs.index_mut(2usize * q + 1usize),
-                );
+                block_mma::<F, E>(&d, &r, &mut accs, q);
             }
         }
         // Through the plane's scratch, so that the partial row is read and
