@@ -195,7 +195,7 @@ ab)
   ;;
 profile)
   for hl in ${*:-64x3 128x4}; do
-    /usr/local/cuda/bin/ncu --kernel-name regex:tensor_grad --launch-skip 2 --launch-count 1 \
+    /usr/local/cuda/bin/ncu --kernel-name 'regex:tensor_grad|strips_grad' --launch-skip 2 --launch-count 1 \
       --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --print-details all \

@@ -215,7 +215,9 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
                 self.cfg.precision.name(),
                 p.tile,
                 p.units,
-                if p.regs {
+                if p.strips {
+                    "registers (mma.sync), each plane its own 16 points through every layer"
+                } else if p.regs {
                     "registers (mma.sync)"
                 } else {
                     "cmma fragments"

@@ -85,6 +85,10 @@ pub struct Plan {
     /// The products on registers (manual MMA, `ldmatrix`: `kernels::mma_regs`),
     /// else through CubeCL's `cmma` fragments (`kernels::mma`).
     pub regs: bool,
+    /// Each plane takes its own 16 points through every layer
+    /// (`kernels::strips`; products on registers), else the planes share
+    /// each product's output blocks (`kernels::tensor`).
+    pub strips: bool,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

@@ -2,13 +2,16 @@
 //! runs it for a model (cooperative matrices of the operand type, planes of
 //! 32 units, a tile in shared memory), and its launches — the f32 master
 //! weights cast to the operand type, then
-//! [`tensor_grad`](crate::engine::fused::gpu::kernels::tensor::tensor_grad).
+//! [`tensor_grad`](crate::engine::fused::gpu::kernels::tensor::tensor_grad)
+//! or, where the plan says so,
+//! [`strips_grad`](crate::engine::fused::gpu::kernels::strips::strips_grad).
 //! The partial rows it leaves are reduced like every other gradient pass's.
 
 use crate::config::{Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
+use crate::engine::fused::gpu::kernels::strips::strips_grad;
 use crate::engine::fused::gpu::kernels::tensor::{cast_params, tensor_grad};
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::tensor_plan::{plan, resident_cubes, takes, Plan};
@@ -128,7 +131,13 @@ impl<R: Runtime> GpuFused<R> {
                 ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.half.clone(), np),
             );
-            tensor_grad::launch_unchecked::<f32, E, R>(
+            // The two passes take the same arguments.
+            let launch = if layout.strips {
+                strips_grad::launch_unchecked::<f32, E, R>
+            } else {
+                tensor_grad::launch_unchecked::<f32, E, R>
+            };
+            launch(
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
                 CubeDim::new_1d(layout.units as u32),

@@ -20,12 +20,13 @@
 //! The products run on registers (`kernels::mma_regs`) where the device has
 //! manual MMA and `ldmatrix` for the operand type and the weights are in
 //! shared memory (3 × 64 101.9 → 91.7 ms, 4 × 128 473 → 367 ms, `plans-regs/`),
-//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma]`,
+//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips]`,
 //! e.g. `64,512`) overrides the choice where that layout fits, for A/B runs
 //! on a device.
 
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::strips::strip_rows;
 pub use crate::engine::fused::gpu::shape::Plan;
 use crate::engine::fused::gpu::shape::{keeps_z, Shape};
 
@@ -56,6 +57,11 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
         (s.layers - 1) * s.hidden * row
     };
     let planes = plan.units / PLANE_UNITS as usize;
+    if plan.strips {
+        let f32s =
+            plan.tile * s.inputs + planes * BLOCK * BLOCK + plan.units.max(planes * s.hidden);
+        return strip_rows(s.layers) * plan.tile * row + weights + f32s * 4;
+    }
     let f32s = plan.tile * s.inputs + planes * BLOCK * BLOCK + plan.units;
     s.layers * plan.tile * row + weights + f32s * 4
 }
@@ -72,6 +78,10 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
 /// multiprocessor by shared memory where 3 fit ran a third of the cubes after
 /// the rest.
 fn registers_per_unit(hidden: usize, plan: &Plan) -> usize {
+    if plan.strips {
+        // Nsight Compute: 110 at 3 × 64, 255 at 4 × 128 (`profile-strips/`).
+        return if hidden <= 64 { 128 } else { 255 };
+    }
     match (plan.regs, hidden <= 64) {
         (false, true) => 80,
         (false, false) => 128,
@@ -97,12 +107,43 @@ pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     if let Some(p) = overridden(s, max_shared, manual) {
         return Some(p);
     }
+    let shared = shared_plan(s, max_shared, manual)?;
+    // Planes through every layer on their own where that keeps as many
+    // planes at work on a multiprocessor.
+    let warps = |p: &Plan| resident_cubes(s, p, max_shared) * p.units / PLANE_UNITS as usize;
+    Some(match strips_plan(s, max_shared, manual) {
+        Some(p) if warps(&p) >= warps(&shared) => p,
+        _ => shared,
+    })
+}
+
+/// The plan of `kernels::strips` for `s` that keeps the most planes of a
+/// multiprocessor at work (None without manual MMA or where none fits).
+fn strips_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
+    let warps = |p: &Plan| resident_cubes(s, p, max_shared) * p.units / PLANE_UNITS as usize;
+    [8, 4]
+        .map(|planes| Plan {
+            tile: planes * BLOCK,
+            streamed: false,
+            units: planes * PLANE_UNITS as usize,
+            regs: true,
+            strips: true,
+        })
+        .into_iter()
+        .filter(|p| manual && warps(p) > 0)
+        .max_by_key(|p| (warps(p), p.tile))
+}
+
+/// The layout of `kernels::tensor` (the planes sharing each product's output
+/// blocks) for `s`.
+fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     // `ldmatrix` reads shared memory only: streamed weights keep cmma.
     let at = |tile, streamed| Plan {
         tile,
         streamed,
         units: CUBE_UNITS as usize,
         regs: manual && !streamed,
+        strips: false,
     };
     let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
     let tile = |streamed| {
@@ -136,6 +177,11 @@ fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     let text = std::env::var("FERROFIT_TENSOR_PLAN").ok()?;
     let mut p = parse(&text)?;
     p.regs &= manual && !p.streamed;
+    p.strips &= p.regs;
+    if p.strips {
+        // A tile is 16 points a plane.
+        p.units = p.tile / BLOCK * PLANE_UNITS as usize;
+    }
     let fits = resident_cubes(s, &p, max_shared) >= 1;
     if !fits {
         log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");
@@ -143,7 +189,7 @@ fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     fits.then_some(p)
 }
 
-/// `TILE[,streamed][,UNITS][,cmma]` as a plan.
+/// `TILE[,streamed][,UNITS][,cmma][,strips]` as a plan.
 fn parse(text: &str) -> Option<Plan> {
     let mut parts = text.split(',').map(str::trim);
     let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
@@ -152,11 +198,13 @@ fn parse(text: &str) -> Option<Plan> {
         streamed: false,
         units: CUBE_UNITS as usize,
         regs: true,
+        strips: false,
     };
     for word in parts {
         match word {
             "streamed" => p.streamed = true,
             "cmma" => p.regs = false,
+            "strips" => p.strips = true,
             "256" | "512" => p.units = word.parse().ok()?,
             _ => return None,
         }
@@ -200,7 +248,7 @@ mod tests {
     #[test]
     fn tiles_leave_room_for_three_cubes_where_they_can() {
         let deep = shape(64, 3, Activation::Relu);
-        let p = plan(&deep, H200, true).unwrap();
+        let p = shared_plan(&deep, H200, true).unwrap();
         assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
         // 56 KiB a cube: four by shared memory; by registers three on
         // cmma fragments (80 a unit), two on registers (128).
@@ -208,7 +256,7 @@ mod tests {
         let fragments = Plan { regs: false, ..p };
         assert_eq!(resident_cubes(&deep, &fragments, H200), 3);
         assert_eq!(
-            plan(&shape(16, 2, Activation::Relu), H200, true)
+            shared_plan(&shape(16, 2, Activation::Relu), H200, true)
                 .unwrap()
                 .tile,
             128
@@ -218,13 +266,13 @@ mod tests {
         let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
         assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 512));
         // 2 × 128: one cube of 128 points keeps 256 units.
-        let two = plan(&shape(128, 2, Activation::Relu), H200, true).unwrap();
+        let two = shared_plan(&shape(128, 2, Activation::Relu), H200, true).unwrap();
         assert_eq!((two.tile, two.units), (128, 256));
         // 8 × 128: seven layers of weights fit beside no tile; streamed.
         let deeper = plan(&shape(128, 8, Activation::Relu), H200, true).unwrap();
         assert!(deeper.streamed);
         // Nothing fits a tiny shared memory.
-        assert_eq!(plan(&deep, 4 * 1024, true), None);
+        assert_eq!(shared_plan(&deep, 4 * 1024, true), None);
         // A small shared memory: one cube.
         assert_eq!(resident_cubes(&deep, &p, 64 * 1024), 1);
     }
@@ -237,6 +285,7 @@ mod tests {
             streamed: false,
             units: 256,
             regs: true,
+            strips: false,
         };
         let streamed = Plan {
             streamed: true,
@@ -260,6 +309,27 @@ mod tests {
         let p = Plan { tile: 32, ..base };
         assert!(cubes_by_shared(plan_bytes(&wide, &p), H200) > 1);
         assert_eq!(resident_cubes(&wide, &p, H200), 1);
+    }
+
+    #[test]
+    fn planes_take_their_own_points_where_as_many_stay_at_work() {
+        // 3 × 64: 8 planes of 16 points, two cubes a multiprocessor, as
+        // many planes as the shared-output layout's.
+        let deep = shape(64, 3, Activation::Relu);
+        let p = plan(&deep, H200, true).unwrap();
+        assert_eq!((p.tile, p.units, p.strips, p.regs), (128, 256, true, true));
+        assert_eq!(resident_cubes(&deep, &p, H200), 2);
+        // Activations of two layers and two δ rows, the weights, the f32s.
+        assert_eq!(
+            plan_bytes(&deep, &p),
+            4 * 128 * 144 + 2 * 64 * 144 + (128 + 8 * 256 + 8 * 64) * 4
+        );
+        // Without manual MMA, the cmma layout.
+        assert!(!plan(&deep, H200, false).unwrap().strips);
+        // 4 × 128: four planes alone on a multiprocessor against sixteen.
+        let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
+        assert!(!wide.strips);
+        assert_eq!(parse("64,strips").map(|p| p.strips), Some(true));
     }
 
     #[test]

@@ -25,10 +25,10 @@ use cubecl::cmma::{MatrixIdent, MmaDefinition};
 use cubecl::prelude::*;
 
 /// Registers of one operand or accumulator piece: pairs of values.
-type Pairs<T> = Array<Vector<T, Const<2>>>;
+pub type Pairs<T> = Array<Vector<T, Const<2>>>;
 
 /// Columns of an m16n8 tile.
-const TILE_N: usize = 8;
+pub const TILE_N: usize = 8;
 
 /// The m16n8k16 product of `E` operands into `F`.
 #[cube]
@@ -38,7 +38,7 @@ fn definition<F: Float, E: Float>() -> MmaDefinition<E, E, F> {
 
 /// Two zeroed m16n8 f32 accumulators a block, for `count` blocks.
 #[cube]
-fn zeros<F: Float>(#[comptime] count: usize) -> Sequence<Pairs<F>> {
+pub fn zeros<F: Float>(#[comptime] count: usize) -> Sequence<Pairs<F>> {
     let mut accs = Sequence::new();
     #[unroll]
     for _ in 0..comptime!(2 * count) {
@@ -54,7 +54,7 @@ fn zeros<F: Float>(#[comptime] count: usize) -> Sequence<Pairs<F>> {
 /// `from` (rows of `stride`): the lane's row start is `at + r·stride + c`,
 /// `r` and `c` as the caller lays the four matrices out.
 #[cube]
-fn load4<F: Float, E: Float>(
+pub fn load4<F: Float, E: Float>(
     from: &Slice<E>,
     at: usize,
     #[comptime] ident: MatrixIdent,
@@ -83,7 +83,7 @@ fn mma<F: Float, E: Float>(a: &Pairs<E>, b: &Pairs<E>, acc: &mut Pairs<F>) {
 /// `accs[2q]`, `accs[2q + 1]` += `a`·`r` for one 16×16 B operand `r` (its
 /// two m16n8 tiles).
 #[cube]
-fn block_mma<F: Float, E: Float>(
+pub fn block_mma<F: Float, E: Float>(
     a: &Pairs<E>,
     r: &Pairs<E>,
     accs: &mut Sequence<Pairs<F>>,
@@ -97,11 +97,35 @@ fn block_mma<F: Float, E: Float>(
     );
 }
 
+/// The 16×16 B operand at rows `k0`, columns `n0` of a product by the
+/// hidden weights `w` (rows of `ws`): forward `B[k, n] = W[n, k]` (W's rows
+/// hold k, as B wants), with `below` (δ times the weights) `B[k, n] = W[k, n]`,
+/// loaded transposed.
+#[cube]
+pub fn weight_operand<F: Float, E: Float>(
+    w: &Slice<E>,
+    k0: usize,
+    n0: usize,
+    #[comptime] ws: usize,
+    #[comptime] below: bool,
+) -> Pairs<E> {
+    let l = (UNIT_POS % PLANE_UNITS) as usize;
+    if comptime!(!below) {
+        let at_w =
+            (n0 + l % 8usize + (l / 16usize) * 8usize) * ws + k0 + ((l / 8usize) % 2usize) * 8usize;
+        load4::<F, E>(w, at_w, MatrixIdent::B, false)
+    } else {
+        let at_w =
+            (k0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * ws + n0 + (l / 16usize) * 8usize;
+        load4::<F, E>(w, at_w, MatrixIdent::B, true)
+    }
+}
+
 /// Lane `lane`'s first row (`.0`; the second is 8 below) and first column
 /// (`.1`; the second is next to it) in an m16n8 accumulator: pair 0 of the
 /// accumulator is that row, pair 1 the row 8 below.
 #[cube]
-fn position(lane: usize) -> (usize, usize) {
+pub fn position(lane: usize) -> (usize, usize) {
     (lane / 4usize, (lane % 4usize) * 2usize)
 }
 
@@ -149,19 +173,7 @@ pub fn product<F: Float, E: Float>(
             #[unroll]
             for q in 0..g {
                 let n0 = n_first + q * BLOCK;
-                // Forward: B[k, n] = W[n, k], W's rows hold k (as B wants);
-                // backward: B[k, n] = W[k, n], transposed.
-                let r = if comptime!(!layer.below) {
-                    let at_w = (n0 + l % 8usize + (l / 16usize) * 8usize) * ws
-                        + k0
-                        + ((l / 8usize) % 2usize) * 8usize;
-                    load4::<F, E>(w, at_w, MatrixIdent::B, false)
-                } else {
-                    let at_w = (k0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * ws
-                        + n0
-                        + (l / 16usize) * 8usize;
-                    load4::<F, E>(w, at_w, MatrixIdent::B, true)
-                };
+                let r = weight_operand::<F, E>(w, k0, n0, ws, layer.below);
                 block_mma::<F, E>(&a, &r, &mut accs, q);
             }
         }

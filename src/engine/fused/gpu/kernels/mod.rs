@@ -9,6 +9,9 @@
 //! - `tensor` + `mma` (cmma fragments) or `mma_regs` (manual MMA on
 //!   registers) + `head` (the output layer) + `sums`: several hidden layers
 //!   on tensor cores, half-precision operands;
+//! - `strips` + `strip`: the same on registers, each plane taking its own
+//!   16 points through every layer (barriers only for the weight gradients);
+//!   `rows`: what the two tensor-core passes do alike around their tiles;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
 //! - `ops` (per-point pass, cube reductions) and `math` (activations, losses,
@@ -23,7 +26,10 @@ pub mod mma;
 pub mod mma_regs;
 pub mod ops;
 pub mod persistent;
+pub mod rows;
 pub mod split;
+pub mod strip;
+pub mod strips;
 pub mod sums;
 pub mod tensor;
 pub mod tiled;

@@ -7,6 +7,7 @@
 //! are combined once, at the end ([`flush`]): no partial row traffic per tile.
 
 use crate::engine::fused::gpu::kernels::mma::row_stride;
+use crate::engine::fused::gpu::shape::Shape;
 use cubecl::prelude::*;
 
 /// Which sum: its entries and their term at point `t`.
@@ -35,6 +36,18 @@ pub struct Sum {
 }
 
 impl Sum {
+    /// Sum `kind` of a model of shape `s` over tiles of `tile` points, shared
+    /// by `units` units.
+    pub fn of(kind: Kind, s: &Shape, tile: usize, units: usize) -> Sum {
+        Sum {
+            kind,
+            tile,
+            units,
+            inputs: s.inputs,
+            hidden: s.hidden,
+        }
+    }
+
     /// Entries of the sum.
     pub fn entries(&self) -> usize {
         match self.kind {

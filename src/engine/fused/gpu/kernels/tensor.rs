@@ -34,21 +34,10 @@ use crate::engine::fused::gpu::kernels::mma::{
 };
 use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
-use crate::engine::fused::gpu::kernels::sums::{add_share, flush, Kind, Sum};
+use crate::engine::fused::gpu::kernels::rows;
+use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
-
-/// The non-product sum `kind` of `s`'s model over tiles of `tile` points,
-/// shared by `units` units.
-fn sum_of(kind: Kind, s: &Shape, tile: usize, units: usize) -> Sum {
-    Sum {
-        kind,
-        tile,
-        units,
-        inputs: s.inputs,
-        hidden: s.hidden,
-    }
-}
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
 /// (`np + 1` values, the loss last) per cube into `partials`, times the
@@ -110,8 +99,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         loss,
         use_idx,
     });
-    let s_bias = comptime!(sum_of(Kind::Bias, &shape, tile, cube_units));
-    let s_first = comptime!(sum_of(Kind::First, &shape, tile, cube_units));
+    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
+    let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
     let mut acc_out = Array::<F>::new(comptime!(hd.slots()));
     let mut acc_bias = Array::<F>::new(layers);
     let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
@@ -129,18 +118,11 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     }
 
     // A cube with no tile still leaves a row (of zeros).
-    if CUBE_POS * tile >= n {
-        let mut p = unit;
-        while p < np {
-            partials[row + p] = F::new(0.0);
-            p += units;
-        }
-    }
+    rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
 
     // The hidden-to-hidden weights, in shared memory for the whole launch
     // (rows padded like the activations') unless streamed from `half`.
     let w_rows = comptime!(hidden * sh);
-    let hidden_w = comptime!((layers - 1) * hidden * hidden);
     let mut wsm = SharedMemory::<E>::new_aligned(
         comptime!(if streamed {
             BLOCK
@@ -150,13 +132,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         32usize,
     );
     if comptime!(!streamed) {
-        let mut k = unit;
-        while k < hidden_w {
-            let l = k / comptime!(hidden * hidden);
-            let r = k % comptime!(hidden * hidden);
-            wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
-            k += units;
-        }
+        rows::hidden_weights_to_shared::<E>(half, &mut wsm, shape, sh, cube_units);
     }
     // The first layer's weights a unit uses, where it always takes the
     // same hidden unit (the width divides the cube).
@@ -282,20 +258,17 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         partials[row + np] = total;
     }
     head::flush::<F>(&acc_out, &mut red, partials, row + off_out, hd);
-    flush::<F>(&acc_first, 0, &mut red, partials, row, s_first);
-    let at_first_bias = row + comptime!(hidden * inputs);
-    flush::<F>(&acc_bias, 0, &mut red, partials, at_first_bias, s_bias);
-    for l in 1..layers {
-        let at = row + off1 + (l - 1) * hh + comptime!(hidden * hidden);
-        flush::<F>(&acc_bias, l, &mut red, partials, at, s_bias);
-    }
-    sync_cube();
-    // The δs were unscaled: scale the cube's row once.
-    let mut p = unit;
-    while p < np {
-        partials[row + p] *= batch.scale;
-        p += units;
-    }
+    rows::finish::<F>(
+        &acc_first,
+        &acc_bias,
+        &mut red,
+        partials,
+        row,
+        batch.scale,
+        shape,
+        s_first,
+        s_bias,
+    );
 }
 
 /// Hidden layer `l`'s weights (H rows of H) as the products read them: from

@@ -1,0 +1,88 @@
+//! What the two tensor-core passes (`tensor`, `strips`) do alike around their
+//! tiles: the hidden weights into shared memory at the start of a launch, a
+//! row of zeros from a cube with no tile, and at the end the cube's partial
+//! row finished — the bias and first-layer sums flushed ([`sums::flush`]),
+//! the row scaled by the batch's scale (the δs were unscaled).
+
+use crate::engine::fused::gpu::kernels::sums::{self, Sum};
+use crate::engine::fused::gpu::shape::Shape;
+use cubecl::prelude::*;
+
+/// Copies the `layers − 1` hidden-to-hidden weight matrices of `half` (from
+/// `off1`, `hh` values a layer) into `wsm`, each row padded to `sh` values;
+/// the cube's `units` together (a cube barrier must follow).
+#[cube]
+pub fn hidden_weights_to_shared<E: Float>(
+    half: &Array<E>,
+    wsm: &mut SharedMemory<E>,
+    #[comptime] shape: Shape,
+    #[comptime] sh: usize,
+    #[comptime] units: usize,
+) {
+    let (hidden, layers) = comptime!((shape.hidden, shape.layers));
+    let hh = comptime!(hidden * hidden + hidden);
+    let off1 = comptime!(hidden * shape.inputs + hidden);
+    let w_rows = comptime!(hidden * sh);
+    let mut k = UNIT_POS as usize;
+    while k < comptime!((layers - 1) * hidden * hidden) {
+        let l = k / comptime!(hidden * hidden);
+        let r = k % comptime!(hidden * hidden);
+        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+        k += units;
+    }
+}
+
+/// Zeros for the `np` values of `row` of `partials` where the cube takes no
+/// tile of the batch's `n` points (its row is summed like every other).
+#[cube]
+pub fn zero_if_idle<F: Float>(
+    partials: &mut Array<F>,
+    row: usize,
+    n: usize,
+    #[comptime] np: usize,
+    #[comptime] tile: usize,
+    #[comptime] units: usize,
+) {
+    if CUBE_POS * tile >= n {
+        let mut p = UNIT_POS as usize;
+        while p < np {
+            partials[row + p] = F::new(0.0);
+            p += units;
+        }
+    }
+}
+
+/// The end of the launch: the first layer's weight sums (`acc_first`) and
+/// every layer's bias sums (`acc_bias`, a slot a layer) into `row`, then the
+/// row's `np` gradient values times `scale`. Every unit calls it.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn finish<F: Float>(
+    acc_first: &Array<F>,
+    acc_bias: &Array<F>,
+    red: &mut SharedMemory<F>,
+    partials: &mut Array<F>,
+    row: usize,
+    scale: F,
+    #[comptime] shape: Shape,
+    #[comptime] s_first: Sum,
+    #[comptime] s_bias: Sum,
+) {
+    let (inputs, hidden, layers) = comptime!((shape.inputs, shape.hidden, shape.layers));
+    let hh = comptime!(hidden * hidden + hidden);
+    let off1 = comptime!(hidden * inputs + hidden);
+    let np = comptime!(shape.params());
+    sums::flush::<F>(acc_first, 0, red, partials, row, s_first);
+    let at_first_bias = row + comptime!(hidden * inputs);
+    sums::flush::<F>(acc_bias, 0, red, partials, at_first_bias, s_bias);
+    for l in 1..layers {
+        let at = row + off1 + (l - 1) * hh + comptime!(hidden * hidden);
+        sums::flush::<F>(acc_bias, l, red, partials, at, s_bias);
+    }
+    sync_cube();
+    let mut p = UNIT_POS as usize;
+    while p < np {
+        partials[row + p] *= scale;
+        p += comptime!(s_bias.units);
+    }
+}
