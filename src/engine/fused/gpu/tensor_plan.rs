@@ -57,13 +57,15 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
         (s.layers - 1) * s.hidden * row
     };
     let planes = plan.units / PLANE_UNITS as usize;
-    if plan.strips {
-        let f32s =
-            plan.tile * s.inputs + planes * BLOCK * BLOCK + plan.units.max(planes * s.hidden);
-        return strip_rows(s.layers) * plan.tile * row + weights + f32s * 4;
-    }
-    let f32s = plan.tile * s.inputs + planes * BLOCK * BLOCK + plan.units;
-    s.layers * plan.tile * row + weights + f32s * 4
+    // The strip pass keeps two δ rows and no last activations, and sums the
+    // output layer's gradient through a row of the width a plane.
+    let (rows, red) = if plan.strips {
+        (strip_rows(s.layers), plan.units.max(planes * s.hidden))
+    } else {
+        (s.layers, plan.units)
+    };
+    let f32s = plan.tile * s.inputs + planes * BLOCK * BLOCK + red;
+    rows * plan.tile * row + weights + f32s * 4
 }
 
 /// Registers a unit of `tensor_grad` takes for `plan`, as Nsight Compute
@@ -110,25 +112,35 @@ pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     let shared = shared_plan(s, max_shared, manual)?;
     // Planes through every layer on their own where that keeps as many
     // planes at work on a multiprocessor.
-    let warps = |p: &Plan| resident_cubes(s, p, max_shared) * p.units / PLANE_UNITS as usize;
+    let warps = |p: &Plan| resident_planes(s, p, max_shared);
     Some(match strips_plan(s, max_shared, manual) {
         Some(p) if warps(&p) >= warps(&shared) => p,
         _ => shared,
     })
 }
 
+/// Planes of `plan` a multiprocessor holds at once.
+fn resident_planes(s: &Shape, plan: &Plan, max_shared: usize) -> usize {
+    resident_cubes(s, plan, max_shared) * plan.units / PLANE_UNITS as usize
+}
+
+/// The strip pass over tiles of `tile` points: 16 points a plane.
+fn strips_of(tile: usize) -> Plan {
+    Plan {
+        tile,
+        streamed: false,
+        units: tile / BLOCK * PLANE_UNITS as usize,
+        regs: true,
+        strips: true,
+    }
+}
+
 /// The plan of `kernels::strips` for `s` that keeps the most planes of a
 /// multiprocessor at work (None without manual MMA or where none fits).
 fn strips_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
-    let warps = |p: &Plan| resident_cubes(s, p, max_shared) * p.units / PLANE_UNITS as usize;
+    let warps = |p: &Plan| resident_planes(s, p, max_shared);
     [8, 4]
-        .map(|planes| Plan {
-            tile: planes * BLOCK,
-            streamed: false,
-            units: planes * PLANE_UNITS as usize,
-            regs: true,
-            strips: true,
-        })
+        .map(|planes| strips_of(planes * BLOCK))
         .into_iter()
         .filter(|p| manual && warps(p) > 0)
         .max_by_key(|p| (warps(p), p.tile))
@@ -177,11 +189,10 @@ fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     let text = std::env::var("FERROFIT_TENSOR_PLAN").ok()?;
     let mut p = parse(&text)?;
     p.regs &= manual && !p.streamed;
-    p.strips &= p.regs;
-    if p.strips {
-        // A tile is 16 points a plane.
-        p.units = p.tile / BLOCK * PLANE_UNITS as usize;
+    if p.strips && p.regs {
+        p = strips_of(p.tile);
     }
+    p.strips &= p.regs;
     let fits = resident_cubes(s, &p, max_shared) >= 1;
     if !fits {
         log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");

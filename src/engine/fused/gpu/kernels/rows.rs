@@ -1,12 +1,24 @@
 //! What the two tensor-core passes (`tensor`, `strips`) do alike around their
-//! tiles: the hidden weights into shared memory at the start of a launch, a
-//! row of zeros from a cube with no tile, and at the end the cube's partial
+//! tiles: their zeroed register sums, the hidden weights into shared memory
+//! at the start of a launch, a row of zeros from a cube with no tile, and at
+//! the end the cube's partial
 //! row finished — the bias and first-layer sums flushed ([`sums::flush`]),
 //! the row scaled by the batch's scale (the δs were unscaled).
 
 use crate::engine::fused::gpu::kernels::sums::{self, Sum};
 use crate::engine::fused::gpu::shape::Shape;
 use cubecl::prelude::*;
+
+/// `len` zeros in registers: a sum kept over the tiles.
+#[cube]
+pub fn zeroed<F: Float>(#[comptime] len: usize) -> Array<F> {
+    let mut a = Array::<F>::new(len);
+    #[unroll]
+    for k in 0..len {
+        a[k] = F::new(0.0);
+    }
+    a
+}
 
 /// Copies the `layers − 1` hidden-to-hidden weight matrices of `half` (from
 /// `off1`, `hh` values a layer) into `wsm`, each row padded to `sh` values;

@@ -20,6 +20,7 @@ use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs::{
     block_mma, position, weight_operand, zeros, Pairs, TILE_N,
 };
+use crate::engine::fused::gpu::kernels::rows::zeroed;
 use cubecl::prelude::*;
 
 /// A strip: pairs of half values, four a k-block of 16 columns.
@@ -34,6 +35,15 @@ pub fn strip_len(hidden: usize) -> usize {
 /// plane's 8 rows of lanes share the `hidden / 8` pairs of columns.
 pub fn kept(hidden: usize) -> usize {
     2 * (hidden / 8).div_ceil(8)
+}
+
+/// Row (of the plane's 16) and first column of pair `p` of a strip for the
+/// lane at `(g, c)` ([`position`]): the layout of the module's note.
+#[cube]
+fn place(p: usize, g: usize, c: usize) -> (usize, usize) {
+    let row = g + (p % 2usize) * 8usize;
+    let col = (p / 4usize) * BLOCK + ((p % 4usize) / 2usize) * 8usize + c;
+    (row, col)
 }
 
 /// A new strip of `hidden` columns.
@@ -79,8 +89,8 @@ pub fn first_layer<F: Float, E: Float>(
     for kb in 0..comptime!(hidden / BLOCK) {
         #[unroll]
         for r in 0..4usize {
-            let t = row0 + g + (r % 2usize) * 8usize;
-            let col = kb * BLOCK + (r / 2usize) * 8usize + c;
+            let (row, col) = place(kb * 4usize + r, g, c);
+            let t = row0 + row;
             let mut v = Vector::<E, Const<2>>::empty();
             #[unroll]
             for i in 0..2usize {
@@ -116,8 +126,7 @@ pub fn store<E: Float>(
     for kb in 0..comptime!(hidden / BLOCK) {
         #[unroll]
         for r in 0..4usize {
-            let row = g + (r % 2usize) * 8usize;
-            let col = kb * BLOCK + (r / 2usize) * 8usize + c;
+            let (row, col) = place(kb * 4usize + r, g, c);
             // Even: `at`, the stride and the column are.
             pairs[(at + row * sh + col) / 2usize] = s[kb * 4usize + r];
         }
@@ -239,11 +248,7 @@ pub fn head<F: Float + CubeElement, E: Float>(
     let (g, c) = position((UNIT_POS % PLANE_UNITS) as usize);
     let n = batch.count as usize;
     // Σ_o δ_o·w[o, j], per value of the strip.
-    let mut s = Array::<F>::new(comptime!(2 * len));
-    #[unroll]
-    for i in 0..comptime!(2 * len) {
-        s[i] = F::new(0.0);
-    }
+    let mut s = zeroed::<F>(comptime!(2 * len));
     #[unroll]
     for o in 0..outputs {
         let wo = off_out + o * hidden;
@@ -252,7 +257,7 @@ pub fn head<F: Float + CubeElement, E: Float>(
         z[1] = F::new(0.0);
         #[unroll]
         for p in 0..len {
-            let col = (p / 4usize) * BLOCK + ((p % 4usize) / 2usize) * 8usize + c;
+            let (_, col) = place(p, g, c);
             let v = a[p];
             z[p % 2usize] += params[wo + col] * F::cast_from(v[0])
                 + params[wo + col + 1usize] * F::cast_from(v[1]);
@@ -279,7 +284,7 @@ pub fn head<F: Float + CubeElement, E: Float>(
         }
         #[unroll]
         for p in 0..len {
-            let col = (p / 4usize) * BLOCK + ((p % 4usize) / 2usize) * 8usize + c;
+            let (_, col) = place(p, g, c);
             let dr = d[p % 2usize];
             s[2usize * p] += dr * params[wo + col];
             s[2usize * p + 1usize] += dr * params[wo + col + 1usize];

@@ -96,26 +96,10 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         loss,
         use_idx,
     });
-    let mut acc_bias = Array::<F>::new(layers);
-    let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
-    let mut sums = Array::<F>::new(comptime!(outputs + 1));
-    let mut grads_out = Array::<F>::new(comptime!(outputs * keep));
-    #[unroll]
-    for k in 0..layers {
-        acc_bias[k] = F::new(0.0);
-    }
-    #[unroll]
-    for k in 0..comptime!(s_first.slots()) {
-        acc_first[k] = F::new(0.0);
-    }
-    #[unroll]
-    for k in 0..comptime!(outputs + 1) {
-        sums[k] = F::new(0.0);
-    }
-    #[unroll]
-    for k in 0..comptime!(outputs * keep) {
-        grads_out[k] = F::new(0.0);
-    }
+    let mut acc_bias = rows::zeroed::<F>(layers);
+    let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
+    let mut sums = rows::zeroed::<F>(comptime!(outputs + 1));
+    let mut grads_out = rows::zeroed::<F>(comptime!(outputs * keep));
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);

@@ -101,21 +101,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     });
     let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
     let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
-    let mut acc_out = Array::<F>::new(comptime!(hd.slots()));
-    let mut acc_bias = Array::<F>::new(layers);
-    let mut acc_first = Array::<F>::new(comptime!(s_first.slots()));
-    #[unroll]
-    for k in 0..comptime!(hd.slots()) {
-        acc_out[k] = F::new(0.0);
-    }
-    #[unroll]
-    for k in 0..layers {
-        acc_bias[k] = F::new(0.0);
-    }
-    #[unroll]
-    for k in 0..comptime!(s_first.slots()) {
-        acc_first[k] = F::new(0.0);
-    }
+    let mut acc_out = rows::zeroed::<F>(comptime!(hd.slots()));
+    let mut acc_bias = rows::zeroed::<F>(layers);
+    let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
