@@ -215,6 +215,17 @@ common::per_gpu! {
                 Loss::Mse,
                 777,
             ),
+            // Several inputs, one output (the first layer's sums taken
+            // without the output weight, which is applied once at the end).
+            (
+                ModelSpec {
+                    inputs: 4,
+                    hidden: 6,
+                    ..base
+                },
+                Loss::L1,
+                3001,
+            ),
             // Several inputs and outputs.
             (
                 ModelSpec {

@@ -11,7 +11,8 @@
 # $OUT; copy them to docs/results/DATE-MACHINE/SUITE/ afterwards.
 #
 # Suites:
-#   tests                 the per-backend test binaries (CPU, CUDA, Vulkan); exits non-zero on a failure
+#   tests [NAME ...]      the per-backend test binaries (CPU, CUDA, Vulkan); exits non-zero on a failure
+#                         (VALIDATE=1: CubeCL reports every out-of-range index of unchecked launches)
 #   seed                  the seed job on every backend beside PyTorch and JAX
 #   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4)
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
@@ -25,8 +26,11 @@
 #                         (default 64x3 128x4; PRECISIONS, e.g. "bf16", picks the first part's)
 #   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
-#                         AB_BACKENDS (default cuda,vulkan) and AB_ARGS (e.g. --precision bf16)
-#   profile [HxL ...]     Nsight Compute on one tensor-core launch (bf16, N = 1e6): launch,
+#                         AB_BACKENDS (default cuda,vulkan), AB_ARGS (e.g. --precision bf16) and
+#                         AB_ENVS (settings the current binary also runs under, e.g.
+#                         FERROFIT_BOUNDS_CHECKS=on)
+#   profile [JOB ...]     Nsight Compute on one launch: HxL the tensor-core pass (bf16, N = 1e6),
+#                         seed@N the seed job's persistent kernel at N points (f32): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 128,streamed,held; `auto`: the
@@ -66,9 +70,15 @@ tests)
   for t in ${*:-gradients training persistent parallel tensor}; do
     unpack "test_$t" "/tmp/test_$t"
     echo "== $t"
-    FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 FERROFIT_REQUIRE_TENSOR_CORES=1 timeout 400 "/tmp/test_$t" --test-threads 1 --nocapture \
+    # VALIDATE=1: CubeCL checks every index of the kernels launched without
+    # bounds checks and prints the ones out of range (CUDA).
+    dir=$PWD
+    [ "${VALIDATE:-0}" = 1 ] && dir=/tmp/validate && mkdir -p $dir &&
+      printf '[compilation]\ncheck_mode = "validate"\n' > $dir/cubecl.toml
+    (cd $dir && FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CUDA=1 FERROFIT_REQUIRE_TENSOR_CORES=1 timeout 400 "/tmp/test_$t" --test-threads 1 --nocapture) \
       > "$OUT/test_$t.txt" 2>&1 || status=1
     grep -E "^test |test result|panicked" "$OUT/test_$t.txt"
+    grep -c "VALIDATION" "$OUT/test_$t.txt" | sed "s/^/out-of-range indices reported: /"
   done
   exit $status
   ;;
@@ -186,22 +196,31 @@ ab)
     args="--engine fused --backends ${AB_BACKENDS:-cuda,vulkan} ${AB_ARGS:-}"
     [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"
     for round in 1 2; do
-      for bin in /tmp/ferrofit_base $B; do
-        echo "== $job round $round $(basename "$bin")"
-        timeout 200 "$bin" bench --reps "$REPS" --no-history $args 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
+      # The base build, the current one, then the current one under each of AB_ENVS.
+      for v in base current ${AB_ENVS:-}; do
+        bin=$B vars=
+        case $v in base) bin=/tmp/ferrofit_base ;; current) ;; *) vars=$v ;; esac
+        echo "== $job round $round $v"
+        env $vars timeout 200 "$bin" bench --reps "$REPS" --no-history $args 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
       done
     done
   done | tee "$OUT/ab.txt"
   ;;
 profile)
-  for hl in ${*:-64x3 128x4}; do
-    /usr/local/cuda/bin/ncu --kernel-name 'regex:tensor_grad|strips_grad' --launch-skip 2 --launch-count 1 \
+  for job in ${*:-64x3 128x4}; do
+    if [ "${job%@*}" = seed ]; then  # seed@N: the persistent kernel's launch, f32
+      kernel='regex:fused_steps|fused_grad' skip=0
+      run="train --backend cuda --engine fused --n ${job#*@} --steps 8"
+    else
+      kernel='regex:tensor_grad|strips_grad' skip=2
+      run="train --backend cuda --engine fused --precision bf16 --hidden ${job%x*} --layers ${job#*x} --steps 4"
+    fi
+    /usr/local/cuda/bin/ncu --kernel-name "$kernel" --launch-skip $skip --launch-count 1 \
       --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
-      --print-details all \
-      $B train --backend cuda --engine fused --precision bf16 \
-      --hidden "${hl%x*}" --layers "${hl#*x}" --steps 4 > "$OUT/profile_$hl.txt" 2>&1
-    grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Duration|Compute \(SM\)|Memory Throughput" "$OUT/profile_$hl.txt"
+      --section InstructionStats --print-details all \
+      $B $run > "$OUT/profile_$job.txt" 2>&1
+    grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Executed Instructions|Duration|Compute \(SM\)|Memory Throughput|DRAM Throughput" "$OUT/profile_$job.txt"
   done
   ;;
 plans)

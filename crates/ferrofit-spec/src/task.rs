@@ -98,21 +98,26 @@ impl Task {
         }
     }
 
-    /// Generates the task's data on the host.
+    /// Generates the task's data on the host. Every point depends on its
+    /// index alone (counter-based noise), so large sets are made in chunks on
+    /// every core with the same result as one thread (1e8 points took seconds
+    /// on one).
     pub fn generate(self, n: usize, seed: u64) -> Dataset {
-        let noise = self.noise();
-        let mut x = Vec::with_capacity(n);
-        let mut y = Vec::with_capacity(n);
-        for i in 0..n {
-            let xi = Task::x_at(i, n);
-            let u = if noise > 0.0 {
-                uniform(seed, stream::NOISE, i as u64)
-            } else {
-                0.0
-            };
-            x.push(xi as f32);
-            y.push((self.f(xi) + noise * u) as f32);
-        }
+        let mut x = vec![0.0f32; n];
+        let mut y = vec![0.0f32; n];
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let chunk = n.div_ceil(threads).max(PARALLEL_CHUNK);
+        std::thread::scope(|s| {
+            let mut parts = x.chunks_mut(chunk).zip(y.chunks_mut(chunk)).enumerate();
+            let first = parts.next();
+            for (k, (xs, ys)) in parts {
+                s.spawn(move || self.fill(k * chunk, n, seed, xs, ys));
+            }
+            // The calling thread makes the first chunk while the others run.
+            if let Some((_, (xs, ys))) = first {
+                self.fill(0, n, seed, xs, ys);
+            }
+        });
         Dataset {
             x,
             y,
@@ -120,7 +125,27 @@ impl Task {
             outputs: 1,
         }
     }
+
+    /// Points `from ..` of `n` into `x` and `y`.
+    fn fill(self, from: usize, n: usize, seed: u64, x: &mut [f32], y: &mut [f32]) {
+        let noise = self.noise();
+        for (k, (xo, yo)) in x.iter_mut().zip(y.iter_mut()).enumerate() {
+            let i = from + k;
+            let xi = Task::x_at(i, n);
+            let u = if noise > 0.0 {
+                uniform(seed, stream::NOISE, i as u64)
+            } else {
+                0.0
+            };
+            *xo = xi as f32;
+            *yo = (self.f(xi) + noise * u) as f32;
+        }
+    }
 }
+
+/// Points below which [`Task::generate`] uses one thread (a thread costs
+/// more than making this many points).
+const PARALLEL_CHUNK: usize = 1 << 16;
 
 /// Row-major points: `x` is `n × inputs`, `y` is `n × outputs`.
 #[derive(Clone, Debug, PartialEq)]
@@ -162,6 +187,16 @@ mod tests {
             let r = y - x * x;
             assert!((0.0..=0.3).contains(&r), "residual {r} outside U(0,0.3)");
         }
+    }
+
+    #[test]
+    fn chunks_on_many_threads_make_the_same_points_as_one() {
+        let n = 3 * PARALLEL_CHUNK + 17;
+        let d = Task::Sin.generate(n, 9);
+        let mut x = vec![0.0; n];
+        let mut y = vec![0.0; n];
+        Task::Sin.fill(0, n, 9, &mut x, &mut y);
+        assert_eq!((d.x, d.y), (x, y));
     }
 
     #[test]

@@ -14,7 +14,8 @@ use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::Buffers;
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
-use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes, LOAD_AHEAD};
+use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
+use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::engine::fused::gpu::memo::Memo;
@@ -64,6 +65,20 @@ pub struct GpuFused<R: Runtime> {
     pub(super) deferred: Option<(u32, u32, f32)>,
     /// Partial rows the partials buffer holds.
     pub(super) max_cubes: usize,
+    /// The gradient kernels run with CubeCL's bounds checks
+    /// ([`bounds_checks`]).
+    pub(super) checked: bool,
+}
+
+/// Whether `FERROFIT_BOUNDS_CHECKS=on` asks for the gradient kernels
+/// (per-point, tiled, persistent) with CubeCL's bounds checks. They run
+/// without by default: every index they use is in range by construction
+/// (clamped, or guarded by the point count), and the checks cost a compare
+/// and a select on every load and store (and, on Vulkan, a counter on every
+/// loop). The switch is for telling a kernel bug from a device one: with it,
+/// an index past the end reads zero instead of whatever lies there.
+pub fn bounds_checks() -> bool {
+    std::env::var("FERROFIT_BOUNDS_CHECKS").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
 }
 
 /// True when every step of `cfg` is one micro-batch of consecutive points
@@ -154,6 +169,7 @@ impl<R: Runtime> GpuFused<R> {
             persistent: None,
             deferred: None,
             max_cubes,
+            checked: bounds_checks(),
         };
         let probed = std::time::Instant::now();
         if cfg.kernel.persistent && whole_steps(cfg) && tile.is_none() {
@@ -205,8 +221,9 @@ impl<R: Runtime> GpuFused<R> {
     }
 }
 
-impl<R: Runtime> StepEngine for GpuFused<R> {
-    fn detail(&self) -> Option<String> {
+impl<R: Runtime> GpuFused<R> {
+    /// Which kernel runs the pass, and how.
+    fn kernel_detail(&self) -> Option<String> {
         if let Some(p) = self.pass.tensor {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
@@ -250,6 +267,17 @@ impl<R: Runtime> StepEngine for GpuFused<R> {
         Some(match self.pass.lanes {
             1 => scheme,
             l => format!("{scheme}; {l} lanes share each point"),
+        })
+    }
+}
+
+impl<R: Runtime> StepEngine for GpuFused<R> {
+    fn detail(&self) -> Option<String> {
+        let d = self.kernel_detail()?;
+        Some(if self.checked && self.pass.tensor.is_none() {
+            format!("{d}; bounds-checked (FERROFIT_BOUNDS_CHECKS)")
+        } else {
+            d
         })
     }
 

@@ -147,7 +147,11 @@ impl<R: Runtime> GpuFused<R> {
         let (cubes, launch) = match self.tile() {
             Some(tile) => (
                 self.tiled_cubes(tile, len),
-                tiled_grad::launch::<f32, R> as GradLaunch<R>,
+                if self.checked {
+                    tiled_grad::launch::<f32, R> as GradLaunch<R>
+                } else {
+                    tiled_grad::launch_unchecked::<f32, R>
+                },
             ),
             None => (
                 len.div_ceil(
@@ -155,7 +159,11 @@ impl<R: Runtime> GpuFused<R> {
                         * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT),
                 )
                 .clamp(1, MAX_CUBES),
-                fused_grad::launch::<f32, R> as GradLaunch<R>,
+                if self.checked {
+                    fused_grad::launch::<f32, R> as GradLaunch<R>
+                } else {
+                    fused_grad::launch_unchecked::<f32, R>
+                },
             ),
         };
         let use_idx = idx.is_some();
@@ -168,23 +176,29 @@ impl<R: Runtime> GpuFused<R> {
                 ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
             )
         };
-        launch(
-            &self.client,
-            CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(CUBE_UNITS),
-            self.points_arg(idx, len),
-            params,
-            partials,
-            BatchLaunch::new(start as u32, len as u32, scale),
-            Shape::of(&self.cfg),
-            self.pass_for(use_idx),
-        );
+        // SAFETY: as above; without checks, the kernels keep every index in
+        // range themselves (points past the batch are not read, block
+        // indices are clamped).
+        unsafe {
+            launch(
+                &self.client,
+                CubeCount::Static(cubes as u32, 1, 1),
+                CubeDim::new_1d(CUBE_UNITS),
+                self.points_arg(idx, len),
+                params,
+                partials,
+                BatchLaunch::new(start as u32, len as u32, scale),
+                Shape::of(&self.cfg),
+                self.pass_for(use_idx),
+            )
+        };
         self.pending = Some(cubes as u32);
     }
 }
 
-/// The launch function both gradient kernels have.
-type GradLaunch<R> = fn(
+/// The launch function both gradient kernels have, with bounds checks or
+/// without (`unsafe`).
+type GradLaunch<R> = unsafe fn(
     &ComputeClient<R>,
     CubeCount,
     CubeDim,

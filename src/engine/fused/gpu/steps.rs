@@ -4,7 +4,8 @@
 //!
 //! Before first use on a device the engine probes the largest grid whose cubes
 //! all run at once: a scratch engine on zeros launches a few zero-learning-rate
-//! steps with a short spin bound on 1, 2, 4, … cubes and keeps the last that
+//! steps with a short spin bound on 1, 2, 4, … cubes (and every multiple of
+//! the multiprocessor count, where the device says it) and keeps the last that
 //! finishes without a timeout (a failing grid is slow to fail, so only one is
 //! tried). The answer is cached per device and parameter count (registers)
 //! in the process, and on disk by the engine's [`crate::engine::fused::gpu::memo::Memo`] (per
@@ -29,8 +30,11 @@ use std::sync::Mutex;
 
 /// Steps queued before a launch is forced.
 const MAX_QUEUED: usize = 1024;
-/// Grids the probe tries, smallest first.
+/// Grids the probe tries on any device, smallest first (to each is added
+/// every multiple of the multiprocessor count, where the device says it).
 const GRIDS: [u32; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+/// Largest grid the probe tries.
+const MAX_GRID: u32 = 1024;
 /// Polls a probe's cube waits before it counts the grid as not co-resident.
 const PROBE_SPIN: u32 = 1 << 16;
 /// Steps each probe runs (two full tag cycles).
@@ -146,13 +150,13 @@ fn recall_or_probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Opti
     g
 }
 
-/// The largest grid of [`GRIDS`] that runs `engine`'s kernel with every cube
+/// The largest grid of [`grids`] that runs `engine`'s kernel with every cube
 /// resident. The probe trains a copy of the model on zeros in its own small
 /// engine, so the run's data, weights and optimizer state are never touched
 /// (and a run whose data did not fit fails in training, as it should).
 fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
     let cfg = &engine.cfg;
-    let points = *GRIDS.last()? as usize * CUBE_UNITS as usize;
+    let points = MAX_GRID as usize * CUBE_UNITS as usize;
     let zeros = Dataset {
         x: vec![0.0; points * cfg.model.inputs],
         y: vec![0.0; points * cfg.model.outputs],
@@ -175,8 +179,13 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         engine.software,
         Memo::default(),
     );
+    let sms = engine
+        .client
+        .properties()
+        .hardware
+        .num_streaming_multiprocessors;
     let mut found = None;
-    for &g in &GRIDS {
+    for g in grids(sms) {
         let mut p = Persistent::fresh(&scratch, g);
         let len = g * CUBE_UNITS;
         p.queue = vec![QueuedStep::new(0, len, 1.0 / len as f32, 0.0, 1); PROBE_STEPS];
@@ -190,6 +199,22 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         }
     }
     found
+}
+
+/// The grids the probe tries, smallest first: [`GRIDS`] and, on a device of
+/// `sms` multiprocessors, every multiple of it up to [`MAX_GRID`] — the
+/// largest grid that runs is then a whole number of cubes a multiprocessor
+/// (2 or 3 a multiprocessor on a 132-multiprocessor GPU is 264 or 396 cubes,
+/// which powers of two alone would cut to 256: every multiprocessor busy, but
+/// a third of the resident warps unused at 3).
+fn grids(sms: Option<u32>) -> Vec<u32> {
+    let mut g = GRIDS.to_vec();
+    if let Some(sms) = sms.filter(|&s| s > 0) {
+        g.extend((1..=MAX_GRID / sms).map(|k| k * sms));
+    }
+    g.sort_unstable();
+    g.dedup();
+    g
 }
 
 /// Launches `p`'s queued steps in one `fused_steps` and empties the queue.
@@ -214,33 +239,40 @@ fn launch<R: Runtime>(engine: &GpuFused<R>, p: &mut Persistent, spin_limit: u32)
     let width = np + 1;
     let plan_u_h = client.create_from_slice(pod_bytes(&plan_u));
     let plan_f_h = client.create_from_slice(pod_bytes(&plan_f));
+    let rows = 2 * p.cubes as usize * width;
+    let (count, dim) = (
+        CubeCount::Static(p.cubes, 1, 1),
+        CubeDim::new_1d(CUBE_UNITS),
+    );
+    // The persistent kernel walks ranges only.
+    let (shape, pass) = (Shape::of(cfg), engine.pass_for(false));
     // SAFETY: every buffer was allocated with the length passed here; plan
-    // ranges lie inside the data (the batch planner made them).
+    // ranges lie inside the data (the batch planner made them), and the
+    // kernel indexes rows and mailboxes by cube and column only.
     unsafe {
-        let rows = 2 * p.cubes as usize * width;
-        fused_steps::launch::<f32, R>(
-            client,
-            CubeCount::Static(p.cubes, 1, 1),
-            CubeDim::new_1d(CUBE_UNITS),
-            engine.points_arg(None, 0),
-            engine.state_arg(),
-            ExchangeLaunch::new(
-                ArrayArg::from_raw_parts(p.rows.clone(), rows),
-                ArrayArg::from_raw_parts(p.totals.clone(), rows),
-                ArrayArg::from_raw_parts(p.status.clone(), 1),
-            ),
-            PlanLaunch::new(
-                ArrayArg::from_raw_parts(plan_u_h, plan_u.len()),
-                ArrayArg::from_raw_parts(plan_f_h, plan_f.len()),
-                steps as u32,
-                p.epoch,
-                spin_limit,
-                cfg.weight_decay as f32,
-            ),
-            Shape::of(cfg),
-            // The persistent kernel walks ranges only.
-            engine.pass_for(false),
-        )
+        let exchange = ExchangeLaunch::new(
+            ArrayArg::from_raw_parts(p.rows.clone(), rows),
+            ArrayArg::from_raw_parts(p.totals.clone(), rows),
+            ArrayArg::from_raw_parts(p.status.clone(), 1),
+        );
+        let plan = PlanLaunch::new(
+            ArrayArg::from_raw_parts(plan_u_h, plan_u.len()),
+            ArrayArg::from_raw_parts(plan_f_h, plan_f.len()),
+            steps as u32,
+            p.epoch,
+            spin_limit,
+            cfg.weight_decay as f32,
+        );
+        let (points, state) = (engine.points_arg(None, 0), engine.state_arg());
+        if engine.checked {
+            fused_steps::launch::<f32, R>(
+                client, count, dim, points, state, exchange, plan, shape, pass,
+            )
+        } else {
+            fused_steps::launch_unchecked::<f32, R>(
+                client, count, dim, points, state, exchange, plan, shape, pass,
+            )
+        }
     };
     p.epoch = p.epoch.wrapping_add(steps as u32);
 }
@@ -270,5 +302,22 @@ impl<R: Runtime> GpuFused<R> {
             launch(self, &mut p, spin);
             self.persistent = Some(p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_probe_tries_whole_multiprocessor_multiples_in_order() {
+        let g = grids(Some(132));
+        assert!(g.windows(2).all(|w| w[0] < w[1]), "{g:?}");
+        for k in 1..=7 {
+            assert!(g.contains(&(132 * k)), "{k} cubes a multiprocessor: {g:?}");
+        }
+        assert!(g.contains(&256) && *g.last().unwrap() <= MAX_GRID);
+        assert_eq!(grids(None), GRIDS.to_vec());
+        assert_eq!(grids(Some(0)), GRIDS.to_vec());
     }
 }

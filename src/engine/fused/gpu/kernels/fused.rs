@@ -32,7 +32,7 @@ pub use crate::engine::fused::gpu_kernel_limits::{MAX_GPU_HIDDEN, MAX_GPU_PARAMS
 
 /// Forward, loss and backward over `count` points from `start` of `points`
 /// (or its index list), times `scale`; per-cube partial sums out.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub fn fused_grad<F: Float + CubeElement>(
     points: &Points<F>,
     params: &Array<F>,

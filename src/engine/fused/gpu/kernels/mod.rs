@@ -14,8 +14,9 @@
 //!   `rows`: what the two tensor-core passes do alike around their tiles;
 //! - `tiled` + `layers`: several hidden layers, a tile of points at a time
 //!   with activations in shared memory;
-//! - `ops` (per-point pass, cube reductions) and `math` (activations, losses,
-//!   optimizer rules): device functions shared by all of them.
+//! - `point` (one unit a point, one hidden layer), `ops` (a cube's gradient
+//!   row, cube reductions) and `math` (activations, losses, optimizer rules):
+//!   device functions shared by all of them.
 
 pub mod args;
 pub mod fused;
@@ -26,6 +27,7 @@ pub mod mma;
 pub mod mma_regs;
 pub mod ops;
 pub mod persistent;
+pub mod point;
 pub mod rows;
 pub mod split;
 pub mod strip;

@@ -96,7 +96,7 @@ pub struct Plan<F: Float + CubeElement> {
 }
 
 /// Runs `plan.steps` full-batch optimizer steps over the ranges of `points`.
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub fn fused_steps<F: Float + CubeElement>(
     points: &Points<F>,
     state: &mut State<F>,

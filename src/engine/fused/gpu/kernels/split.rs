@@ -1,6 +1,6 @@
 //! Hidden units split across a plane's lanes: the fused pass for wide layers.
 //!
-//! With one unit per point ([`crate::engine::fused::gpu::kernels::ops::point_pass`]) a unit keeps the
+//! With one unit per point ([`crate::engine::fused::gpu::kernels::point::point_pass`]) a unit keeps the
 //! whole gradient row (np + 1 values) in registers; past ~100 parameters that
 //! spills (CUDA took 126 ms for the seed job at 64 hidden units). Here `lanes`
 //! consecutive units of one plane share each point: lane `k` owns hidden units
@@ -64,7 +64,7 @@ pub fn split_lanes(
 /// `row[0..np + 1]` (`row[np]` is the loss). A group of `lanes` units takes
 /// each point: the groups start at `walk.first / lanes` with stride
 /// `walk.stride / lanes` (`first` and `stride` count units, as in
-/// [`crate::engine::fused::gpu::kernels::ops::point_pass`]).
+/// [`crate::engine::fused::gpu::kernels::point::point_pass`]).
 #[cube]
 pub fn split_gradient<F: Float>(
     points: &Points<F>,

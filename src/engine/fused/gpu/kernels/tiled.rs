@@ -93,7 +93,7 @@ pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
 /// Forward, loss and backward over `batch` of `points` for an MLP of
 /// `layers` hidden layers of `hidden` units, times the batch's scale; one
 /// partial row per cube into `partials` (`np + 1` values each).
-#[cube(launch)]
+#[cube(launch, launch_unchecked)]
 pub fn tiled_grad<F: Float + CubeElement>(
     points: &Points<F>,
     params: &Array<F>,

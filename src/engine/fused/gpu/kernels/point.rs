@@ -1,0 +1,262 @@
+//! One unit a point: forward, loss and backward of a one-hidden-layer model
+//! for each point a unit walks, summed into the unit's own gradient row in
+//! registers ([`point_pass`]); the cube then reduces the rows
+//! ([`crate::engine::fused::gpu::kernels::ops::cube_gradient`]). Used where a whole row fits in a
+//! unit's registers (the seed job); wider layers split a point over lanes
+//! ([`crate::engine::fused::gpu::kernels::split`]).
+//!
+//! The pass is issue-bound at large N (every point costs a few multiply-adds
+//! a hidden unit and two loads), so it keeps each unit's activation from the
+//! forward pass instead of recomputing it and, with one output, leaves the
+//! output weight out of the first layer's per-point sums
+//! ([`fold_output_weight`]).
+
+use crate::engine::fused::gpu::kernels::args::{Points, Walk};
+use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
+use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
+use cubecl::prelude::*;
+
+/// Largest parameter count whose weights the point pass copies to registers
+/// (past it they stay in shared memory: copies would spill).
+pub const REGISTER_WEIGHTS: usize = 64;
+
+/// Weight `i`: from the register copy `wr` when `regs`, else from shared `w`.
+#[cube]
+fn weight<F: Float>(w: &SharedMemory<F>, wr: &Array<F>, i: usize, #[comptime] regs: bool) -> F {
+    if regs {
+        wr[i]
+    } else {
+        w[i]
+    }
+}
+
+/// z_j = b1_j + Σ_a w1[j, a]·x_a for hidden unit `j` (weights in shared memory).
+#[cube]
+pub fn pre_activation<F: Float>(
+    w: &SharedMemory<F>,
+    wr: &Array<F>,
+    xs: &Array<F>,
+    j: usize,
+    #[comptime] inputs: usize,
+    #[comptime] ob1: usize,
+    #[comptime] regs: bool,
+) -> F {
+    let mut z = weight::<F>(w, wr, ob1 + j, regs);
+    #[unroll]
+    for a in 0..inputs {
+        z += weight::<F>(w, wr, j * inputs + a, regs) * xs[a];
+    }
+    z
+}
+
+/// Points whose inputs a unit loads together before computing any of them on
+/// a GPU (more loads in flight per thread: the pass is latency-bound at large
+/// N). Software devices (lavapipe) use 1: they gain nothing, and compiling
+/// the unrolled code takes their LLVM minutes at 64 hidden units.
+pub const LOAD_AHEAD: usize = 4;
+
+/// Forward, loss and backward for the points of `walk`, adding the gradient
+/// and loss of each into `acc` (`acc[np]` is the loss). Parameters in `w` are
+/// laid out like `Params::flatten`: `[w1 (H x I) | b1 (H) | w2 (O x H) | b2 (O)]`.
+#[cube]
+pub fn point_pass<F: Float>(
+    points: &Points<F>,
+    w: &SharedMemory<F>,
+    acc: &mut Array<F>,
+    walk: &Walk<F>,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
+) {
+    let inputs = comptime!(shape.inputs);
+    let outputs = comptime!(shape.outputs);
+    let use_idx = comptime!(pass.use_idx);
+    let ahead = comptime!(pass.ahead);
+    // Small models' weights move to registers once per pass: every point
+    // reads each of them twice, and shared-memory loads would outnumber the
+    // arithmetic. Wide ones stay in shared memory (copies would spill).
+    let np = comptime!(shape.params());
+    let mut wr = Array::<F>::new(np);
+    if comptime!(in_registers(&shape)) {
+        #[unroll]
+        for k in 0..np {
+            wr[k] = w[k];
+        }
+    }
+    let mut xk = Array::<F>::new(ahead * inputs);
+    let mut yk = Array::<F>::new(ahead * outputs);
+    let n = walk.count as usize;
+    let stride = walk.stride;
+    let mut i = walk.first;
+    // Whole groups of `ahead` points: every load first, then the arithmetic.
+    while i + (ahead - 1usize) * stride < n {
+        #[unroll]
+        for u in 0..ahead {
+            let p = points.at(walk.start, i + u * stride, use_idx);
+            #[unroll]
+            for a in 0..inputs {
+                xk[u * inputs + a] = points.x[p * inputs + a];
+            }
+            #[unroll]
+            for o in 0..outputs {
+                yk[u * outputs + o] = points.y[p * outputs + o];
+            }
+        }
+        #[unroll]
+        for u in 0..ahead {
+            point_grad::<F>(&xk, &yk, u, w, &wr, acc, shape);
+        }
+        i += ahead * stride;
+    }
+    // The remaining points, one at a time (none when loading one at a time).
+    if ahead > 1 {
+        while i < n {
+            let p = points.at(walk.start, i, use_idx);
+            points.load(&mut xk, &mut yk, p, inputs, outputs);
+            point_grad::<F>(&xk, &yk, 0usize, w, &wr, acc, shape);
+            i += stride;
+        }
+    }
+    fold_output_weight::<F>(w, &wr, acc, shape);
+}
+
+/// Whether the point pass copies the weights to registers.
+fn in_registers(shape: &Shape) -> bool {
+    shape.params() <= REGISTER_WEIGHTS
+}
+
+/// Forward, loss and backward of point `u` of `xk`/`yk`, added into `acc`
+/// (weights from the register copy `wr` when they are in registers, else `w`).
+///
+/// With one output, the first layer's sums are taken without the output
+/// weight: δz_j = act'(z_j)·w2_j·δ, and w2_j is the same for every point of
+/// the pass, so `acc` gathers Σ act'(z_j)·δ·x and Σ act'(z_j)·δ and
+/// [`fold_output_weight`] multiplies them by w2_j once the points are done —
+/// three multiplies a hidden unit fewer per point.
+#[cube]
+fn point_grad<F: Float>(
+    xk: &Array<F>,
+    yk: &Array<F>,
+    #[comptime] u: usize,
+    w: &SharedMemory<F>,
+    wr: &Array<F>,
+    acc: &mut Array<F>,
+    #[comptime] shape: Shape,
+) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let outputs = comptime!(shape.outputs);
+    let act = comptime!(shape.act);
+    let loss = comptime!(shape.loss);
+    let regs = comptime!(in_registers(&shape));
+    let with_z = comptime!(keeps_z(act));
+    let ob1 = hidden * inputs;
+    let ow2 = ob1 + hidden;
+    let ob2 = ow2 + outputs * hidden;
+    let np = ob2 + outputs;
+    let mut xs = Array::<F>::new(inputs);
+    let mut outs = Array::<F>::new(outputs);
+    let mut ds = Array::<F>::new(outputs);
+    // What the backward pass needs of each hidden unit: z where the
+    // activation's derivative needs it, else act(z) (`act_bwd_at`).
+    let mut kept = Array::<F>::new(hidden);
+    #[unroll]
+    for a in 0..inputs {
+        xs[a] = xk[u * inputs + a];
+    }
+    #[unroll]
+    for o in 0..outputs {
+        outs[o] = weight::<F>(w, wr, ob2 + o, regs);
+    }
+    #[unroll]
+    for j in 0..hidden {
+        let zj = pre_activation::<F>(w, wr, &xs, j, inputs, ob1, regs);
+        let aj = act_fwd::<F>(zj, act);
+        if comptime!(with_z) {
+            kept[j] = zj;
+        } else {
+            kept[j] = aj;
+        }
+        #[unroll]
+        for o in 0..outputs {
+            outs[o] += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * aj;
+        }
+    }
+    #[unroll]
+    for o in 0..outputs {
+        let r = outs[o] - yk[u * outputs + o];
+        acc[np] += loss_value::<F>(r, loss);
+        let d = loss_grad::<F>(r, loss);
+        ds[o] = d;
+        acc[ob2 + o] += d;
+    }
+    if comptime!(outputs == 1) {
+        let d = ds[0];
+        let mut dx = Array::<F>::new(inputs);
+        #[unroll]
+        for a in 0..inputs {
+            dx[a] = d * xs[a];
+        }
+        #[unroll]
+        for j in 0..hidden {
+            let v = kept[j];
+            let mut aj = v;
+            if comptime!(with_z) {
+                aj = act_fwd::<F>(v, act);
+            }
+            acc[ow2 + j] += d * aj;
+            let slope = act_bwd_at::<F>(v, act);
+            #[unroll]
+            for a in 0..inputs {
+                acc[j * inputs + a] += slope * dx[a];
+            }
+            acc[ob1 + j] += slope * d;
+        }
+    } else {
+        #[unroll]
+        for j in 0..hidden {
+            let v = kept[j];
+            let mut aj = v;
+            if comptime!(with_z) {
+                aj = act_fwd::<F>(v, act);
+            }
+            let mut back = F::new(0.0);
+            #[unroll]
+            for o in 0..outputs {
+                acc[ow2 + o * hidden + j] += ds[o] * aj;
+                back += weight::<F>(w, wr, ow2 + o * hidden + j, regs) * ds[o];
+            }
+            let dz = back * act_bwd_at::<F>(v, act);
+            #[unroll]
+            for a in 0..inputs {
+                acc[j * inputs + a] += dz * xs[a];
+            }
+            acc[ob1 + j] += dz;
+        }
+    }
+}
+
+/// With one output, multiplies the first layer's sums in `acc` by their
+/// unit's output weight ([`point_grad`] leaves it out); a no-op otherwise.
+#[cube]
+fn fold_output_weight<F: Float>(
+    w: &SharedMemory<F>,
+    wr: &Array<F>,
+    acc: &mut Array<F>,
+    #[comptime] shape: Shape,
+) {
+    let inputs = comptime!(shape.inputs);
+    let hidden = comptime!(shape.hidden);
+    let regs = comptime!(in_registers(&shape));
+    if comptime!(shape.outputs == 1) {
+        let ob1 = hidden * inputs;
+        #[unroll]
+        for j in 0..hidden {
+            let w2 = weight::<F>(w, wr, ob1 + hidden + j, regs);
+            #[unroll]
+            for a in 0..inputs {
+                acc[j * inputs + a] *= w2;
+            }
+            acc[ob1 + j] *= w2;
+        }
+    }
+}
