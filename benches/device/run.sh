@@ -30,7 +30,8 @@
 #                         AB_ENVS (settings the current binary also runs under, e.g.
 #                         FERROFIT_BOUNDS_CHECKS=on)
 #   profile [JOB ...]     Nsight Compute on one launch: HxL the tensor-core pass (bf16, N = 1e6),
-#                         seed@N the seed job's persistent kernel at N points (f32): launch,
+#                         seed@N the seed job's persistent kernel at N points (f32, its first
+#                         step alone and the 99 after it in one launch): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 128,streamed,held; `auto`: the
@@ -208,14 +209,17 @@ ab)
   ;;
 profile)
   for job in ${*:-64x3 128x4}; do
-    if [ "${job%@*}" = seed ]; then  # seed@N: the persistent kernel's launch, f32
-      kernel='regex:fused_steps|fused_grad' skip=0
-      run="train --backend cuda --engine fused --n ${job#*@} --steps 8"
+    if [ "${job%@*}" = seed ]; then
+      # seed@N: the persistent kernel's launches, f32: the first step alone,
+      # then the other 99 in one launch.
+      kernel='regex:fused_steps|fused_grad' skip=0 count=2
+      run="train --backend cuda --engine fused --n ${job#*@} --steps 100 --log-every 100"
     else
-      kernel='regex:tensor_grad|strips_grad' skip=2
+      kernel='regex:tensor_grad|strips_grad' skip=2 count=1
       run="train --backend cuda --engine fused --precision bf16 --hidden ${job%x*} --layers ${job#*x} --steps 4"
     fi
-    /usr/local/cuda/bin/ncu --kernel-name "$kernel" --launch-skip $skip --launch-count 1 \
+    job=${job//@/_}
+    /usr/local/cuda/bin/ncu --kernel-name "$kernel" --launch-skip $skip --launch-count $count \
       --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section InstructionStats --print-details all \

@@ -70,6 +70,17 @@ pub struct GpuFused<R: Runtime> {
     pub(super) checked: bool,
 }
 
+/// Points a unit of the one-layer kernels loads at once: [`LOAD_AHEAD`], or
+/// `FERROFIT_LOAD_AHEAD` (1–8) for measuring another (registers against
+/// loads in flight).
+fn load_ahead() -> usize {
+    std::env::var("FERROFIT_LOAD_AHEAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|a| (1..=8).contains(a))
+        .unwrap_or(LOAD_AHEAD)
+}
+
 /// Whether `FERROFIT_BOUNDS_CHECKS=on` asks for the gradient kernels
 /// (per-point, tiled, persistent) with CubeCL's bounds checks. They run
 /// without by default: every index they use is in range by construction
@@ -159,7 +170,7 @@ impl<R: Runtime> GpuFused<R> {
                 // Split passes reduce in their own way; cube sums need one value per plane.
                 scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
                 // Wide models spill registers already: loading ahead only adds code.
-                ahead: if software || np > 64 { 1 } else { LOAD_AHEAD },
+                ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,
                 tile: tile.unwrap_or(0),
                 tensor,
