@@ -11,6 +11,7 @@
 //! output weight out of the first layer's per-point sums
 //! ([`fold_output_weight`]).
 
+use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::args::{Points, Walk};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::shape::{keeps_z, Pass, Shape};
@@ -199,10 +200,7 @@ fn point_grad<F: Float>(
         #[unroll]
         for j in 0..hidden {
             let v = kept[j];
-            let mut aj = v;
-            if comptime!(with_z) {
-                aj = act_fwd::<F>(v, act);
-            }
+            let aj = kept_activation::<F>(v, act);
             acc[ow2 + j] += d * aj;
             let slope = act_bwd_at::<F>(v, act);
             #[unroll]
@@ -215,10 +213,7 @@ fn point_grad<F: Float>(
         #[unroll]
         for j in 0..hidden {
             let v = kept[j];
-            let mut aj = v;
-            if comptime!(with_z) {
-                aj = act_fwd::<F>(v, act);
-            }
+            let aj = kept_activation::<F>(v, act);
             let mut back = F::new(0.0);
             #[unroll]
             for o in 0..outputs {
@@ -232,6 +227,17 @@ fn point_grad<F: Float>(
             }
             acc[ob1 + j] += dz;
         }
+    }
+}
+
+/// act(z) from what [`point_grad`] kept of a unit: z itself where the
+/// activation's derivative needs it ([`keeps_z`]), else act(z) already.
+#[cube]
+fn kept_activation<F: Float>(v: F, #[comptime] act: Activation) -> F {
+    if comptime!(keeps_z(act)) {
+        act_fwd::<F>(v, act)
+    } else {
+        v
     }
 }
 
