@@ -88,7 +88,7 @@ fn load_ahead() -> usize {
 /// and a select on every load and store (and, on Vulkan, a counter on every
 /// loop). The switch is for telling a kernel bug from a device one: with it,
 /// an index past the end reads zero instead of whatever lies there.
-pub fn bounds_checks() -> bool {
+fn bounds_checks() -> bool {
     std::env::var("FERROFIT_BOUNDS_CHECKS").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
 }
 

@@ -144,14 +144,12 @@ impl<R: Runtime> GpuFused<R> {
         if self.pass.tensor.is_some() {
             return self.launch_tensor(start, len, idx, scale);
         }
-        let (cubes, launch) = match self.tile() {
+        // Each kernel with bounds checks, then without.
+        let (cubes, checked, unchecked): (_, GradLaunch<R>, GradLaunch<R>) = match self.tile() {
             Some(tile) => (
                 self.tiled_cubes(tile, len),
-                if self.checked {
-                    tiled_grad::launch::<f32, R> as GradLaunch<R>
-                } else {
-                    tiled_grad::launch_unchecked::<f32, R>
-                },
+                tiled_grad::launch::<f32, R>,
+                tiled_grad::launch_unchecked::<f32, R>,
             ),
             None => (
                 len.div_ceil(
@@ -159,13 +157,11 @@ impl<R: Runtime> GpuFused<R> {
                         * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT),
                 )
                 .clamp(1, MAX_CUBES),
-                if self.checked {
-                    fused_grad::launch::<f32, R> as GradLaunch<R>
-                } else {
-                    fused_grad::launch_unchecked::<f32, R>
-                },
+                fused_grad::launch::<f32, R>,
+                fused_grad::launch_unchecked::<f32, R>,
             ),
         };
+        let launch = if self.checked { checked } else { unchecked };
         let use_idx = idx.is_some();
         let np = self.np;
         // SAFETY: params holds np values, partials a row of np + 1 for each

@@ -34,7 +34,7 @@ const MAX_QUEUED: usize = 1024;
 /// every multiple of the multiprocessor count, where the device says it).
 const GRIDS: [u32; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 /// Largest grid the probe tries.
-const MAX_GRID: u32 = 1024;
+const MAX_GRID: u32 = GRIDS[GRIDS.len() - 1];
 /// Polls a probe's cube waits before it counts the grid as not co-resident.
 const PROBE_SPIN: u32 = 1 << 16;
 /// Steps each probe runs (two full tag cycles).

@@ -132,7 +132,8 @@ fn in_registers(shape: &Shape) -> bool {
 /// weight: δz_j = act'(z_j)·w2_j·δ, and w2_j is the same for every point of
 /// the pass, so `acc` gathers Σ act'(z_j)·δ·x and Σ act'(z_j)·δ and
 /// [`fold_output_weight`] multiplies them by w2_j once the points are done —
-/// three multiplies a hidden unit fewer per point.
+/// two multiplies a hidden unit fewer per point (w2_j·δ, and its product
+/// with act'), besides the recomputed z and act(z) that keeping act(z) saves.
 #[cube]
 fn point_grad<F: Float>(
     xk: &Array<F>,
