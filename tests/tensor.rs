@@ -53,10 +53,11 @@ fn cases() -> Vec<(ModelSpec, Loss, usize)> {
 
 common::per_gpu! {
     fn half_precision_gradient_is_near_the_reference(target) {
-        if !has_tensor_cores(target, "half_precision_gradient_is_near_the_reference") {
-            return;
-        }
         for precision in [Precision::Bf16, Precision::F16] {
+            let test = format!("half_precision_gradient_is_near_the_reference ({precision:?})");
+            if !has_tensor_cores(target, &test, precision) {
+                continue;
+            }
             for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
                 let cfg = TrainConfig { model: spec, loss, n, precision, ..TrainConfig::default() };
                 let p = Params::init(&spec, 40 + i as u64);
@@ -83,7 +84,7 @@ common::per_gpu! {
     }
 
     fn bf16_training_reaches_the_f32_loss(target) {
-        if !has_tensor_cores(target, "bf16_training_reaches_the_f32_loss") {
+        if !has_tensor_cores(target, "bf16_training_reaches_the_f32_loss", Precision::Bf16) {
             return;
         }
         // The seed job's recipe (full batch, SGD lr 0.2, 100 steps, 1e6
@@ -120,18 +121,19 @@ common::per_gpu! {
     }
 }
 
-/// Whether `target` runs the tensor-core kernel. Where it does not (wgpu's
-/// WGSL shaders, lavapipe), half precision in the fused engine must be a
-/// clear refusal that names the way out, and `test` is recorded as skipped.
+/// Whether `target` runs the tensor-core kernel in `precision`. Where it does
+/// not (WGSL shaders, lavapipe, a driver without that operand type), half
+/// precision in the fused engine must be a clear refusal that names the way
+/// out, and `test` is recorded as skipped.
 /// `FERROFIT_REQUIRE_TENSOR_CORES=1` makes a CUDA device without them fail.
-fn has_tensor_cores(target: &Target, test: &str) -> bool {
+fn has_tensor_cores(target: &Target, test: &str, precision: Precision) -> bool {
     let cfg = TrainConfig {
         model: ModelSpec {
             hidden: 64,
             layers: 3,
             ..TrainConfig::default().model
         },
-        precision: Precision::Bf16,
+        precision,
         ..TrainConfig::default()
     };
     match ferrofit::trainer::choose_engine(target, &cfg, EngineKind::Fused) {

@@ -21,9 +21,10 @@
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
 #   doctor                `ferrofit doctor` on every device
 #   baselines             the general (Burn) engine and the peers' seed job as JSON lines
-#   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32 on CUDA, N = 1e6,
+#   precision [HxL ...]   the fused engine in bf16, f16 (tensor cores) and f32, N = 1e6,
 #                         beside the peers in bf16 and f32; then N = 1e5 and 1e7 in bf16
-#                         (default 64x3 128x4; PRECISIONS, e.g. "bf16", picks the first part's)
+#                         (default 64x3 128x4; PRECISIONS, e.g. "bf16", picks the first part's;
+#                         PREC_BACKENDS the backends, default cuda, e.g. cuda,vulkan)
 #   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan), AB_ARGS (e.g. --precision bf16) and
@@ -183,11 +184,11 @@ precision)
       echo "== $hl $p"
       peers=""
       [ "$p" != f16 ] && peers="--peers jax,torch"
-      bench "precision_${hl}_$p" --backends cuda --engine fused --precision "$p" $shape $peers
+      bench "precision_${hl}_$p" --backends "${PREC_BACKENDS:-cuda}" --engine fused --precision "$p" $shape $peers
     done
     for n in 100000 10000000; do
       echo "== $hl bf16 n = $n"
-      bench "precision_${hl}_bf16_$n" --backends cuda --engine fused --precision bf16 --n "$n" $shape
+      bench "precision_${hl}_bf16_$n" --backends "${PREC_BACKENDS:-cuda}" --engine fused --precision bf16 --n "$n" $shape
     done
   done
   ;;

@@ -302,7 +302,9 @@ fn wgpu_features(a: &wgpu::Adapter) -> Vec<String> {
     } else {
         out.push("no f16 in shaders".into());
     }
-    out.push("no bf16 (WGSL has none)".into());
+    if !(cfg!(feature = "vulkan-spirv") && info.backend == wgpu::Backend::Vulkan) {
+        out.push("no bf16 (WGSL has none)".into());
+    }
     if f.contains(wgpu::Features::SUBGROUP) {
         out.push(if info.subgroup_min_size == info.subgroup_max_size {
             format!("subgroups {}", info.subgroup_min_size)

@@ -72,15 +72,21 @@ pub fn folder(root: &Path, device: &DeviceInfo) -> PathBuf {
 static TAKEN: Mutex<Option<(PathBuf, std::fs::File)>> = Mutex::new(None);
 static ENABLED: OnceLock<Option<PathBuf>> = OnceLock::new();
 
+/// Whether CubeCL keeps compiled kernels on disk for devices of `api`.
+pub fn caches(api: Api) -> bool {
+    api == Api::Cuda || (cfg!(feature = "vulkan-spirv") && api == Api::Vulkan)
+}
+
 /// Points CubeCL's compilation cache at `device`'s folder, once per process
 /// and before any GPU runtime starts; later calls return the first answer.
-/// Only CUDA devices use it (CubeCL caches PTX; the WGSL path has no cache).
+/// CUDA devices use it (CubeCL caches PTX), and Vulkan devices where CubeCL's
+/// SPIR-V compiler runs (it caches SPIR-V; the WGSL path has no cache).
 /// `None`: off, another process holds the folder, or the runtime was
 /// configured already (then CubeCL's own settings stand).
 pub fn enable(device: &DeviceInfo) -> Option<PathBuf> {
     ENABLED
         .get_or_init(|| {
-            if device.api != Api::Cuda || !wanted() {
+            if !caches(device.api) || !wanted() {
                 return None;
             }
             let dir = folder(&root(), device);

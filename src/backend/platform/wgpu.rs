@@ -60,6 +60,8 @@ fn device(t: &Target) -> Result<WgpuDevice> {
             })
         }
     };
+    // Before CubeCL's runtime starts, so its SPIR-V is cached on disk.
+    crate::backend::kernel_cache::enable(&t.info);
     let opts = RuntimeOptions::default();
     match api {
         WgpuApi::Vulkan => drop(init_setup::<Vulkan>(&device, opts)),
@@ -97,18 +99,23 @@ impl Platform for Wgpu {
             init,
             &device(t)?,
             software,
-            None,
+            crate::backend::kernel_cache::enable(&t.info),
         ))
     }
 
     fn fits(&self, _: &Target, cfg: &TrainConfig) -> Result<()> {
         envelope::check_gpu(cfg)?;
         if cfg.precision != Precision::F32 {
-            // CubeCL's WGSL compiler has no cooperative matrices.
+            // CubeCL's WGSL compiler (DX12, Metal, a build without SPIR-V) has
+            // no cooperative matrices; its SPIR-V compiler has them, but on
+            // NVIDIA's Vulkan driver the tensor-core pass built with them gave
+            // wrong gradients and a loss 7× the f32 one (docs/PERFORMANCE.md,
+            // "SPIR-V on Vulkan"), so no wgpu device runs it.
             return Err(FerroError::OutsideEnvelope {
                 reason: format!(
-                    "--precision {} in the fused engine runs on tensor cores through CUDA; \
-                     wgpu's shaders (WGSL) have none: use --precision f32 or --backend cuda",
+                    "--precision {} in the fused engine runs on tensor cores through CUDA only \
+                     (on Vulkan, CubeCL's cooperative matrices do not yet give correct \
+                     gradients): use --precision f32 or --backend cuda",
                     cfg.precision.name()
                 ),
             });

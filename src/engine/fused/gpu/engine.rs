@@ -21,7 +21,7 @@ use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
-use crate::engine::fused::gpu::tensor::tensor_plan;
+use crate::engine::fused::gpu::tensor::{compiler, tensor_plan};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -285,6 +285,7 @@ impl<R: Runtime> GpuFused<R> {
 impl<R: Runtime> StepEngine for GpuFused<R> {
     fn detail(&self) -> Option<String> {
         let d = self.kernel_detail()?;
+        let d = format!("{d}; shaders in {}", compiler(&self.client));
         Some(if self.checked && self.pass.tensor.is_none() {
             format!("{d}; bounds-checked (FERROFIT_BOUNDS_CHECKS)")
         } else {

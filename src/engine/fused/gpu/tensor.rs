@@ -33,6 +33,17 @@ fn operand(p: Precision) -> Option<FloatKind> {
     }
 }
 
+/// The shader compiler CubeCL runs for `client`, in words.
+pub fn compiler<R: Runtime>(client: &ComputeClient<R>) -> &'static str {
+    match R::name(client) {
+        "cuda" => "CUDA C++ (NVRTC)",
+        "hip" => "HIP C++ (hipRTC)",
+        "wgpu<spirv>" => "SPIR-V (CubeCL's compiler)",
+        "wgpu<msl>" => "Metal Shading Language",
+        _ => "WGSL (naga)",
+    }
+}
+
 /// The layout of the tensor-core pass for `cfg` on this device (its tile,
 /// where its weights are read from, its units), or why the device does not
 /// run it.
@@ -59,7 +70,8 @@ pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
     if !client.features().matmul.cmma.contains(&mma) {
         return Err(fail(format!(
             "--precision {p} in the fused engine needs tensor cores (cooperative \
-             matrices of {p}); this device or shader compiler has none: use --precision f32"
+             matrices of {p}); this device has none through {}: use --precision f32",
+            compiler(client)
         )));
     }
     let hw = &client.properties().hardware;
