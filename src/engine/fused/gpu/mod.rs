@@ -15,9 +15,12 @@
 //!   device, kept between runs (the probe's answer);
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
 //!   and the device math they share. A new kernel is a new file there plus
-//!   its launch.
+//!   its launch;
+//! - `compiler`: which shader compiler CubeCL runs them through, in words
+//!   (for `engine_note` and refusals).
 
 pub mod buffers;
+pub mod compiler;
 mod engine;
 // CubeCL's derives and `#[cube]` generate public items without docs.
 #[allow(missing_docs)]

@@ -8,6 +8,7 @@
 //! The partial rows it leaves are reduced like every other gradient pass's.
 
 use crate::config::{Precision, TrainConfig};
+use crate::engine::fused::gpu::compiler::compiler;
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
@@ -30,17 +31,6 @@ fn operand(p: Precision) -> Option<FloatKind> {
         Precision::F32 => None,
         Precision::F16 => Some(FloatKind::F16),
         Precision::Bf16 => Some(FloatKind::BF16),
-    }
-}
-
-/// The shader compiler CubeCL runs for `client`, in words.
-pub fn compiler<R: Runtime>(client: &ComputeClient<R>) -> &'static str {
-    match R::name(client) {
-        "cuda" => "CUDA C++ (NVRTC)",
-        "hip" => "HIP C++ (hipRTC)",
-        "wgpu<spirv>" => "SPIR-V (CubeCL's compiler)",
-        "wgpu<msl>" => "Metal Shading Language",
-        _ => "WGSL (naga)",
     }
 }
 
