@@ -74,6 +74,13 @@ impl Api {
         Api::ALL.into_iter().find(|a| a.name() == s)
     }
 
+    /// Whether this build compiles this API's kernels to SPIR-V itself
+    /// (CubeCL's SPIR-V compiler, the `vulkan-spirv` feature) rather than
+    /// writing WGSL for wgpu.
+    pub fn spirv(self) -> bool {
+        cfg!(feature = "vulkan-spirv") && self == Api::Vulkan
+    }
+
     /// The backend that trains on this API; `None` for APIs listed only.
     pub fn backend(self) -> Option<Backend> {
         match self {

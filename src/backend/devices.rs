@@ -302,7 +302,7 @@ fn wgpu_features(a: &wgpu::Adapter) -> Vec<String> {
     } else {
         out.push("no f16 in shaders".into());
     }
-    if !(cfg!(feature = "vulkan-spirv") && info.backend == wgpu::Backend::Vulkan) {
+    if !wgpu_api(info.backend).is_some_and(Api::spirv) {
         out.push("no bf16 (WGSL has none)".into());
     }
     if f.contains(wgpu::Features::SUBGROUP) {

@@ -72,17 +72,22 @@ pub fn folder(root: &Path, device: &DeviceInfo) -> PathBuf {
 static TAKEN: Mutex<Option<(PathBuf, std::fs::File)>> = Mutex::new(None);
 static ENABLED: OnceLock<Option<PathBuf>> = OnceLock::new();
 
-/// Whether CubeCL keeps compiled kernels on disk for devices of `api`.
-pub fn caches(api: Api) -> bool {
-    api == Api::Cuda || (cfg!(feature = "vulkan-spirv") && api == Api::Vulkan)
+/// Whether CubeCL keeps compiled kernels on disk for devices of `api`: PTX
+/// for CUDA, SPIR-V where its SPIR-V compiler runs (WGSL has no cache).
+fn caches(api: Api) -> bool {
+    api == Api::Cuda || api.spirv()
 }
 
 /// Points CubeCL's compilation cache at `device`'s folder, once per process
-/// and before any GPU runtime starts; later calls return the first answer.
-/// CUDA devices use it (CubeCL caches PTX), and Vulkan devices where CubeCL's
-/// SPIR-V compiler runs (it caches SPIR-V; the WGSL path has no cache).
-/// `None`: off, another process holds the folder, or the runtime was
-/// configured already (then CubeCL's own settings stand).
+/// and before any GPU runtime starts (CubeCL takes one folder a process), and
+/// returns that folder to the devices it belongs to: a second device of
+/// another model or API in the same run (`bench --backends cuda,vulkan`) gets
+/// `None`, so what an engine remembers there ([`crate::engine::fused::gpu::memo`])
+/// is never read for another device. CUDA devices use it (CubeCL caches PTX),
+/// and Vulkan devices where CubeCL's SPIR-V compiler runs (it caches SPIR-V;
+/// the WGSL path has no cache). `None` also: off, another process holds the
+/// folder, or the runtime was configured already (then CubeCL's own settings
+/// stand).
 pub fn enable(device: &DeviceInfo) -> Option<PathBuf> {
     ENABLED
         .get_or_init(|| {
@@ -112,6 +117,7 @@ pub fn enable(device: &DeviceInfo) -> Option<PathBuf> {
             }
         })
         .clone()
+        .filter(|dir| *dir == folder(&root(), device))
 }
 
 /// Takes the folder's lock and checks its seal; a folder that fails the
