@@ -23,6 +23,7 @@ use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
+use crate::engine::fused::gpu::tiled_plan::tiled_blocks;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -143,11 +144,9 @@ impl<R: Runtime> GpuFused<R> {
         let tensor = (cfg.precision != Precision::F32)
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
+        let shared = client.properties().hardware.max_shared_memory_size;
         let tile = tensor.map(|p| p.tile).or_else(|| {
-            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
-                let shared = client.properties().hardware.max_shared_memory_size;
-                tile_points(&Shape::of(cfg), shared)
-            })
+            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| tile_points(&Shape::of(cfg), shared))
         });
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
@@ -174,6 +173,7 @@ impl<R: Runtime> GpuFused<R> {
                 ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,
                 tile: tile.unwrap_or(0),
+                blocks: tiled_blocks(&Shape::of(cfg), tile.unwrap_or(0), shared),
                 tensor,
             },
             software,
@@ -265,8 +265,20 @@ impl<R: Runtime> GpuFused<R> {
             } else {
                 ""
             };
+            let b = self.pass.blocks;
             return Some(format!(
-                "tiled kernel, {tile} points a tile, two launches per step{unused}"
+                "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
+                 {} units a workgroup, weights {}, two launches per step{unused}",
+                b.points,
+                b.units,
+                b.grad_u,
+                b.grad_k,
+                b.cube,
+                if b.staged {
+                    "staged in shared memory"
+                } else {
+                    "read from global memory"
+                }
             ));
         }
         let scheme = match &self.persistent {

@@ -116,7 +116,13 @@ impl<R: Runtime> GpuFused<R> {
         let spread = len.div_ceil(tile * TILES_PER_CUBE);
         let hw = &self.client.properties().hardware;
         let resident = hw.num_streaming_multiprocessors.map(|sms| {
-            sms as usize * resident_cubes(&Shape::of(&self.cfg), tile, hw.max_shared_memory_size)
+            sms as usize
+                * resident_cubes(
+                    &Shape::of(&self.cfg),
+                    tile,
+                    self.pass.blocks.staged,
+                    hw.max_shared_memory_size,
+                )
         });
         spread
             .min(resident.unwrap_or(usize::MAX))
@@ -145,22 +151,25 @@ impl<R: Runtime> GpuFused<R> {
             return self.launch_tensor(start, len, idx, scale);
         }
         // Each kernel with bounds checks, then without.
-        let (cubes, checked, unchecked): (_, GradLaunch<R>, GradLaunch<R>) = match self.tile() {
-            Some(tile) => (
-                self.tiled_cubes(tile, len),
-                tiled_grad::launch::<f32, R>,
-                tiled_grad::launch_unchecked::<f32, R>,
-            ),
-            None => (
-                len.div_ceil(
-                    CUBE_UNITS as usize
-                        * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT),
-                )
-                .clamp(1, MAX_CUBES),
-                fused_grad::launch::<f32, R>,
-                fused_grad::launch_unchecked::<f32, R>,
-            ),
-        };
+        let (cubes, units, checked, unchecked): (_, _, GradLaunch<R>, GradLaunch<R>) =
+            match self.tile() {
+                Some(tile) => (
+                    self.tiled_cubes(tile, len),
+                    self.pass.blocks.cube as u32,
+                    tiled_grad::launch::<f32, R>,
+                    tiled_grad::launch_unchecked::<f32, R>,
+                ),
+                None => (
+                    len.div_ceil(
+                        CUBE_UNITS as usize
+                            * self.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT),
+                    )
+                    .clamp(1, MAX_CUBES),
+                    CUBE_UNITS,
+                    fused_grad::launch::<f32, R>,
+                    fused_grad::launch_unchecked::<f32, R>,
+                ),
+            };
         let launch = if self.checked { checked } else { unchecked };
         let use_idx = idx.is_some();
         let np = self.np;
@@ -179,7 +188,7 @@ impl<R: Runtime> GpuFused<R> {
             launch(
                 &self.client,
                 CubeCount::Static(cubes as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
+                CubeDim::new_1d(units),
                 self.points_arg(idx, len),
                 params,
                 partials,

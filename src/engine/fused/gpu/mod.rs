@@ -9,7 +9,8 @@
 //! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
 //! - `tensor`: the host side of the tensor-core pass (does the device run it;
 //!   its launches); `tensor_plan`: its shared-memory layout and tile, and the
-//!   cubes a multiprocessor holds;
+//!   cubes a multiprocessor holds; `tiled_plan`: the tiled kernel's register
+//!   blocks and units a cube;
 //! - `steps`: the host side of the persistent kernel (queued full-batch steps,
 //!   the per-device grid probe); `memo`: what the engine measured about its
 //!   device, kept between runs (the probe's answer);
@@ -31,5 +32,6 @@ pub mod shape;
 pub mod steps;
 pub mod tensor;
 pub mod tensor_plan;
+pub mod tiled_plan;
 
 pub use engine::*;

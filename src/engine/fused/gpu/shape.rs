@@ -2,7 +2,7 @@
 //! kernel takes: [`Shape`] (the model and its training rule — typed
 //! activation, loss and optimizer, the layer sizes) and [`Pass`] (how this
 //! device runs a pass: plane reductions, scratch, loads ahead, lanes, tile,
-//! the tensor-core [`Plan`]).
+//! the tiled kernel's register [`Blocks`], the tensor-core [`Plan`]).
 //! CubeCL compiles one kernel per distinct pair, so a field here is a
 //! specialisation, not a branch at run time.
 
@@ -68,9 +68,47 @@ pub struct Pass {
     pub lanes: usize,
     /// Points per tile (the tiled and tensor-core kernels).
     pub tile: usize,
+    /// How the tiled kernel's units share out each layer's products.
+    pub blocks: Blocks,
     /// The gradient pass runs on tensor cores (`kernels::tensor`), laid out
     /// as this plan says (`tensor_plan`).
     pub tensor: Option<Plan>,
+}
+
+/// The register blocks of the tiled kernel's layer passes (chosen in
+/// `tiled_plan`): each unit computes `points` × `units` outputs of a forward
+/// or δ product, and `grad_u` × `grad_k` weight-gradient entries, at a time,
+/// so every value it loads serves several multiply-adds; `cube` units a cube;
+/// `staged`: each layer's weights are copied to shared memory before its
+/// products read them (else they are read from the device buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Blocks {
+    /// Points of a forward or δ block.
+    pub points: usize,
+    /// Output units (forward) or inputs (δ) of the block.
+    pub units: usize,
+    /// Output units of a weight-gradient block.
+    pub grad_u: usize,
+    /// Inputs of a weight-gradient block.
+    pub grad_k: usize,
+    /// Units a cube.
+    pub cube: usize,
+    /// Each layer's weights in shared memory while its products run.
+    pub staged: bool,
+}
+
+impl Default for Blocks {
+    /// 4 × 4 everywhere, 256 units a cube, weights read from the device buffer.
+    fn default() -> Self {
+        Blocks {
+            points: 4,
+            units: 4,
+            grad_u: 4,
+            grad_k: 4,
+            cube: 256,
+            staged: false,
+        }
+    }
 }
 
 /// A layout of the tensor-core pass (chosen in `tensor_plan`).

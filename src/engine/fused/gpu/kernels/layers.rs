@@ -9,7 +9,7 @@
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::shape::keeps_z;
+use crate::engine::fused::gpu::shape::{keeps_z, Blocks};
 use cubecl::prelude::*;
 
 /// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
@@ -42,6 +42,8 @@ pub struct Layer {
     pub act: Activation,
     /// Backward: whether the δ of a hidden layer below is wanted.
     pub below: bool,
+    /// The register blocks its products are shared out in.
+    pub blocks: Blocks,
 }
 
 /// Where one layer's values are at run time: its weights from `off` in the
@@ -55,6 +57,32 @@ pub struct At {
     pub src: usize,
     /// Offset of its output rows (z and a forward, δ backward).
     pub dst: usize,
+}
+
+/// Values the staged weights of a model's widest layer take in shared memory
+/// (rows of [`stride`] values an output unit).
+pub fn weight_values(inputs: usize, hidden: usize, outputs: usize) -> usize {
+    (hidden * stride(inputs))
+        .max(hidden * stride(hidden))
+        .max(outputs * stride(hidden))
+}
+
+/// Copies the weights of a layer `in_w` → `out_w` from `off` in the flat
+/// parameters into `wsm`, a row of [`stride`]`(in_w)` values an output unit
+/// (odd, so units reading different rows hit different banks).
+#[cube]
+pub fn stage<F: Float>(
+    params: &Array<F>,
+    wsm: &mut SharedMemory<F>,
+    off: usize,
+    #[comptime] in_w: usize,
+    #[comptime] out_w: usize,
+) {
+    let mut e = UNIT_POS as usize;
+    while e < comptime!(out_w * in_w) {
+        wsm[(e / in_w) * comptime!(stride(in_w)) + e % in_w] = params[off + e];
+        e += CUBE_DIM as usize;
+    }
 }
 
 /// b_u + Σ_k w[u, k]·a[t, k] for point `t` and unit `u` of the layer `at`.
@@ -77,24 +105,6 @@ pub fn dense<F: Float>(
     z
 }
 
-/// Points of a forward or δ block (each unit computes points × [`BLOCK_U`]
-/// units at a time, so every value it loads serves several multiply-adds:
-/// the pass is bound by loads): 4 once a tile has 32 points (enough blocks
-/// for the cube's units), else 2.
-fn block_t(tile: usize) -> usize {
-    if tile >= 32 {
-        4
-    } else {
-        2
-    }
-}
-
-/// Units (or inputs, for δ) of a forward or δ block.
-const BLOCK_U: usize = 4;
-/// Units × inputs of the weight-gradient block each unit owns.
-const GRAD_U: usize = 4;
-const GRAD_K: usize = 4;
-
 /// `i` if below `len`, else `len - 1`: loads of a block's padding stay in bounds.
 #[cube]
 fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
@@ -102,42 +112,49 @@ fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
 }
 
 /// A hidden layer over the tile: its rows at `at.dst` (act(z), after z where
-/// kept). Each unit takes [`block_t`] points × [`BLOCK_U`] output units at a
-/// time; neighbouring units take neighbouring points of the same output units.
+/// kept). Each unit takes a block of `blocks.points` points (a block count
+/// apart) × `blocks.units` output units at a time; neighbouring units take
+/// neighbouring points of the same output units.
 #[cube]
 pub fn hidden_forward<F: Float>(
     params: &Array<F>,
+    wsm: &SharedMemory<F>,
     buf: &mut SharedMemory<F>,
     at: &At,
     #[comptime] layer: Layer,
 ) {
     let (tile, in_w, hidden, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
+    let (bt, bu) = comptime!((layer.blocks.points, layer.blocks.units));
+    let staged = comptime!(layer.blocks.staged);
     let (si, sh) = comptime!((stride(in_w), stride(hidden)));
     let off = at.off;
     let src = at.src;
     let dst = at.dst;
-    let bt = comptime!(block_t(tile));
     let rows = comptime!(tile.div_ceil(bt));
-    let blocks = comptime!(tile.div_ceil(bt) * hidden.div_ceil(BLOCK_U));
+    let blocks = comptime!(tile.div_ceil(bt) * hidden.div_ceil(bu));
     let mut m = UNIT_POS as usize;
     while m < blocks {
-        let t0 = (m % rows) * bt;
-        let u0 = (m / rows) * BLOCK_U;
+        let t0 = m % rows;
+        let u0 = (m / rows) * bu;
         let mut at = Array::<usize>::new(bt);
-        let mut wu = Array::<usize>::new(BLOCK_U);
-        let mut acc = Array::<F>::new(comptime!(bt * BLOCK_U));
+        let mut wu = Array::<usize>::new(bu);
+        let mut acc = Array::<F>::new(comptime!(bt * bu));
         #[unroll]
         for r in 0..bt {
-            at[r] = src + clamp_to(t0 + r, tile) * si;
+            at[r] = src + clamp_to(t0 + r * rows, tile) * si;
         }
         #[unroll]
-        for c in 0..BLOCK_U {
+        for c in 0..bu {
             let u = clamp_to(u0 + c, hidden);
-            wu[c] = off + u * in_w;
+            wu[c] = if comptime!(staged) {
+                u * si
+            } else {
+                off + u * in_w
+            };
             let bias = params[off + comptime!(hidden * in_w) + u];
             #[unroll]
             for r in 0..bt {
-                acc[r * BLOCK_U + c] = bias;
+                acc[r * bu + c] = bias;
             }
         }
         for k in 0..in_w {
@@ -147,21 +164,26 @@ pub fn hidden_forward<F: Float>(
                 av[r] = buf[at[r] + k];
             }
             #[unroll]
-            for c in 0..BLOCK_U {
-                let w = params[wu[c] + k];
+            for c in 0..bu {
+                let w = if comptime!(staged) {
+                    wsm[wu[c] + k]
+                } else {
+                    params[wu[c] + k]
+                };
                 #[unroll]
                 for r in 0..bt {
-                    acc[r * BLOCK_U + c] += av[r] * w;
+                    acc[r * bu + c] += av[r] * w;
                 }
             }
         }
         #[unroll]
         for r in 0..bt {
+            let t = t0 + r * rows;
             #[unroll]
-            for c in 0..BLOCK_U {
-                if t0 + r < tile && u0 + c < hidden {
-                    let z = acc[r * BLOCK_U + c];
-                    let i = dst + (t0 + r) * sh + u0 + c;
+            for c in 0..bu {
+                if t < tile && u0 + c < hidden {
+                    let z = acc[r * bu + c];
+                    let i = dst + t * sh + u0 + c;
                     if comptime!(keeps_z(act)) {
                         buf[i] = z;
                         buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
@@ -183,6 +205,7 @@ pub fn hidden_forward<F: Float>(
 #[cube]
 pub fn backward<F: Float>(
     params: &Array<F>,
+    wsm: &SharedMemory<F>,
     buf: &mut SharedMemory<F>,
     partials: &mut Array<F>,
     row: usize,
@@ -191,59 +214,62 @@ pub fn backward<F: Float>(
     #[comptime] layer: Layer,
 ) {
     let (tile, in_w, out_w, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
+    let (gu, gk) = comptime!((layer.blocks.grad_u, layer.blocks.grad_k));
     let off = at.off;
     let src = at.src;
     let delta = at.dst;
     let (si, so) = comptime!((stride(in_w), stride(out_w)));
     let unit = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
-    // Weight gradients: GRAD_U × GRAD_K blocks, Σ over the tile of δ·a.
-    let kb = comptime!(in_w.div_ceil(GRAD_K));
-    let blocks = comptime!(out_w.div_ceil(GRAD_U) * in_w.div_ceil(GRAD_K));
+    // Weight gradients: gu units × gk inputs (a block count apart) a block,
+    // Σ over the tile of δ·a.
+    let kb = comptime!(in_w.div_ceil(gk));
+    let blocks = comptime!(out_w.div_ceil(gu) * in_w.div_ceil(gk));
     let mut m = unit;
     while m < blocks {
-        let k0 = (m % kb) * GRAD_K;
-        let u0 = (m / kb) * GRAD_U;
-        let mut du = Array::<usize>::new(GRAD_U);
-        let mut ak = Array::<usize>::new(GRAD_K);
-        let mut g = Array::<F>::new(comptime!(GRAD_U * GRAD_K));
+        let k0 = m % kb;
+        let u0 = (m / kb) * gu;
+        let mut du = Array::<usize>::new(gu);
+        let mut ak = Array::<usize>::new(gk);
+        let mut g = Array::<F>::new(comptime!(gu * gk));
         #[unroll]
-        for c in 0..GRAD_U {
+        for c in 0..gu {
             du[c] = delta + clamp_to(u0 + c, out_w);
         }
         #[unroll]
-        for j in 0..GRAD_K {
-            ak[j] = src + clamp_to(k0 + j, in_w);
+        for j in 0..gk {
+            ak[j] = src + clamp_to(k0 + j * kb, in_w);
         }
         #[unroll]
-        for i in 0..comptime!(GRAD_U * GRAD_K) {
+        for i in 0..comptime!(gu * gk) {
             g[i] = F::new(0.0);
         }
         for t in 0..tile {
-            let mut av = Array::<F>::new(GRAD_K);
+            let mut av = Array::<F>::new(gk);
             #[unroll]
-            for j in 0..GRAD_K {
+            for j in 0..gk {
                 av[j] = buf[ak[j] + t * si];
             }
             #[unroll]
-            for c in 0..GRAD_U {
+            for c in 0..gu {
                 let d = buf[du[c] + t * so];
                 #[unroll]
-                for j in 0..GRAD_K {
-                    g[c * GRAD_K + j] += d * av[j];
+                for j in 0..gk {
+                    g[c * gk + j] += d * av[j];
                 }
             }
         }
         #[unroll]
-        for c in 0..GRAD_U {
+        for c in 0..gu {
             #[unroll]
-            for j in 0..GRAD_K {
-                if u0 + c < out_w && k0 + j < in_w {
-                    let i = row + off + (u0 + c) * in_w + k0 + j;
+            for j in 0..gk {
+                let k = k0 + j * kb;
+                if u0 + c < out_w && k < in_w {
+                    let i = row + off + (u0 + c) * in_w + k;
                     if first {
-                        partials[i] = g[c * GRAD_K + j];
+                        partials[i] = g[c * gk + j];
                     } else {
-                        partials[i] += g[c * GRAD_K + j];
+                        partials[i] += g[c * gk + j];
                     }
                 }
             }
@@ -268,32 +294,35 @@ pub fn backward<F: Float>(
     if comptime!(layer.below) {
         // The layer below's first row: its z, or its a (which `src` is).
         let zb = src - comptime!((hidden_rows(act) - 1) * tile * stride(in_w));
-        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in block_t points ×
-        // BLOCK_U inputs blocks, over the layer below's first row: its z, or
-        // its a (read above) once every unit is past the gradients.
+        // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in blocks of
+        // points × inputs as forward, over the layer below's first row: its
+        // z, or its a (read above) once every unit is past the gradients.
         if comptime!(!keeps_z(act)) {
             sync_cube();
         }
-        let bt = comptime!(block_t(tile));
+        let (bt, bk) = comptime!((layer.blocks.points, layer.blocks.units));
         let rows = comptime!(tile.div_ceil(bt));
-        let blocks = comptime!(tile.div_ceil(bt) * in_w.div_ceil(BLOCK_U));
+        let blocks = comptime!(tile.div_ceil(bt) * in_w.div_ceil(bk));
         let mut m = unit;
         while m < blocks {
-            let t0 = (m % rows) * bt;
-            let k0 = (m / rows) * BLOCK_U;
+            let t0 = m % rows;
+            let k0 = (m / rows) * bk;
             let mut dt = Array::<usize>::new(bt);
-            let mut wk = Array::<usize>::new(BLOCK_U);
-            let mut s = Array::<F>::new(comptime!(bt * BLOCK_U));
+            let mut wk = Array::<usize>::new(bk);
+            let mut s = Array::<F>::new(comptime!(bt * bk));
             #[unroll]
             for r in 0..bt {
-                dt[r] = delta + clamp_to(t0 + r, tile) * so;
+                dt[r] = delta + clamp_to(t0 + r * rows, tile) * so;
             }
             #[unroll]
-            for c in 0..BLOCK_U {
-                wk[c] = off + clamp_to(k0 + c, in_w);
+            for c in 0..bk {
+                wk[c] = clamp_to(k0 + c, in_w);
+                if comptime!(!layer.blocks.staged) {
+                    wk[c] += off;
+                }
             }
             #[unroll]
-            for i in 0..comptime!(bt * BLOCK_U) {
+            for i in 0..comptime!(bt * bk) {
                 s[i] = F::new(0.0);
             }
             for u in 0..out_w {
@@ -303,22 +332,27 @@ pub fn backward<F: Float>(
                     dv[r] = buf[dt[r] + u];
                 }
                 #[unroll]
-                for c in 0..BLOCK_U {
-                    let w = params[wk[c] + u * in_w];
+                for c in 0..bk {
+                    let w = if comptime!(layer.blocks.staged) {
+                        wsm[wk[c] + u * si]
+                    } else {
+                        params[wk[c] + u * in_w]
+                    };
                     #[unroll]
                     for r in 0..bt {
-                        s[r * BLOCK_U + c] += dv[r] * w;
+                        s[r * bk + c] += dv[r] * w;
                     }
                 }
             }
             #[unroll]
             for r in 0..bt {
+                let t = t0 + r * rows;
                 #[unroll]
-                for c in 0..BLOCK_U {
-                    if t0 + r < tile && k0 + c < in_w {
-                        let i = zb + (t0 + r) * si + k0 + c;
+                for c in 0..bk {
+                    if t < tile && k0 + c < in_w {
+                        let i = zb + t * si + k0 + c;
                         let z = buf[i];
-                        buf[i] = s[r * BLOCK_U + c] * act_bwd_at::<F>(z, act);
+                        buf[i] = s[r * bk + c] * act_bwd_at::<F>(z, act);
                     }
                 }
             }

@@ -36,7 +36,7 @@ use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
-use crate::engine::fused::gpu::shape::{Pass, Shape};
+use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use cubecl::prelude::*;
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
@@ -77,6 +77,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         out_w: hidden,
         act,
         below: false,
+        blocks: Blocks::default(),
     });
     let backward = comptime!(Layer {
         below: true,

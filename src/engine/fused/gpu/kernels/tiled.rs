@@ -26,11 +26,11 @@
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{
-    backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
+    backward, dense, hidden_forward, hidden_rows, stage, stride, weight_values, At, Layer,
 };
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::ops::{cube_sum, cubes_by_shared};
-use crate::engine::fused::gpu::shape::{Pass, Shape};
+use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use cubecl::prelude::*;
 
 /// Largest tile: past it, bigger tiles only add idle tail work.
@@ -54,7 +54,7 @@ pub fn tile_values(s: &Shape) -> usize {
 
 /// Points a tile needs for the layer passes' register blocks of 4 points
 /// (fewer take blocks of 2: twice the loads a multiply-add).
-const FULL_BLOCKS: usize = 32;
+pub const FULL_BLOCKS: usize = 32;
 
 /// Shared-memory bytes a cube of `s`'s model takes on a device with
 /// `max_shared` bytes per cube: up to [`TILE_SHARED_BYTES`]; where that holds
@@ -83,11 +83,22 @@ pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
     points(s, tile_budget(s, max_shared)).clamp(1, MAX_TILE)
 }
 
-/// Cubes of the tiled kernel with tiles of `tile` points that one
-/// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver
-/// keeps 1 KiB a cube), at least 1.
-pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
-    cubes_by_shared((tile * tile_values(s) + LOSS_SCRATCH) * 4, per_sm_shared).max(1)
+/// Shared-memory bytes a cube of the tiled kernel takes with tiles of
+/// `tile` points, with each layer's weights `staged` there or not.
+pub fn cube_bytes(s: &Shape, tile: usize, staged: bool) -> usize {
+    let weights = if staged {
+        weight_values(s.inputs, s.hidden, s.outputs)
+    } else {
+        0
+    };
+    (tile * tile_values(s) + LOSS_SCRATCH + weights) * 4
+}
+
+/// Cubes of the tiled kernel with tiles of `tile` points (weights `staged`
+/// or not) that one multiprocessor of `per_sm_shared` bytes holds by shared
+/// memory (the driver keeps 1 KiB a cube), at least 1.
+pub fn resident_cubes(s: &Shape, tile: usize, staged: bool, per_sm_shared: usize) -> usize {
+    cubes_by_shared(cube_bytes(s, tile, staged), per_sm_shared).max(1)
 }
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
@@ -111,6 +122,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let use_idx = comptime!(pass.use_idx);
     let plane = comptime!(pass.plane);
     let tile = comptime!(pass.tile);
+    let blocks = comptime!(pass.blocks);
+    let staged = comptime!(blocks.staged);
     let np = comptime!(shape.params());
     let start = batch.start;
     let scale = batch.scale;
@@ -120,6 +133,12 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let per = comptime!(tile_values(&shape));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    // The layer whose products run, where staged (one value otherwise).
+    let mut wsm = SharedMemory::<F>::new(comptime!(if staged {
+        weight_values(inputs, hidden, outputs)
+    } else {
+        1
+    }));
     let si = comptime!(stride(inputs));
     // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
     // within them, the output deltas. A layer's δ goes over its first row.
@@ -153,7 +172,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
         src: dout - pair + a_at,
         dst: dout,
     };
-    let out = comptime!(layer(tile, hidden, outputs, act, true));
+    let out = comptime!(layer(tile, hidden, outputs, act, true, blocks));
     let rows = comptime!(TileRows {
         tile,
         inputs,
@@ -167,12 +186,15 @@ pub fn tiled_grad<F: Float + CubeElement>(
         let first = base == CUBE_POS * tile;
         // Inputs of the tile; points past the end read zeros.
         points.load_tile(&mut buf, &batch, base, rows);
+        if comptime!(staged) {
+            stage::<F>(params, &mut wsm, 0, inputs, hidden);
+        }
         sync_cube();
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
-        let first_in = comptime!(layer(tile, inputs, hidden, act, false));
-        hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
+        let first_in = comptime!(layer(tile, inputs, hidden, act, false, blocks));
+        hidden_forward::<F>(params, &wsm, &mut buf, &first_layer, first_in);
         sync_cube();
         for l in 1..layers {
             let dst = z1 + l * pair;
@@ -181,8 +203,12 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: dst - pair + a_at,
                 dst,
             };
-            let inner = comptime!(layer(tile, hidden, hidden, act, false));
-            hidden_forward::<F>(params, &mut buf, &at, inner);
+            let inner = comptime!(layer(tile, hidden, hidden, act, false, blocks));
+            if comptime!(staged) {
+                stage::<F>(params, &mut wsm, at.off, hidden, hidden);
+                sync_cube();
+            }
+            hidden_forward::<F>(params, &wsm, &mut buf, &at, inner);
             sync_cube();
         }
         let mut e = unit;
@@ -200,10 +226,15 @@ pub fn tiled_grad<F: Float + CubeElement>(
             buf[dout + t * comptime!(stride(outputs)) + u] = d;
             e += units;
         }
+        if comptime!(staged) {
+            stage::<F>(params, &mut wsm, off_out, hidden, outputs);
+        }
         sync_cube();
 
         // Backward, from the output layer down.
-        backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+        backward::<F>(
+            params, &wsm, &mut buf, partials, row, first, &out_layer, out,
+        );
         sync_cube();
         for r in 1..layers {
             let l = layers - r;
@@ -213,12 +244,17 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: delta - pair + a_at,
                 dst: delta,
             };
-            let inner = comptime!(layer(tile, hidden, hidden, act, true));
-            backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+            let inner = comptime!(layer(tile, hidden, hidden, act, true, blocks));
+            if comptime!(staged) {
+                stage::<F>(params, &mut wsm, at.off, hidden, hidden);
+                sync_cube();
+            }
+            backward::<F>(params, &wsm, &mut buf, partials, row, first, &at, inner);
             sync_cube();
         }
         backward::<F>(
             params,
+            &wsm,
             &mut buf,
             partials,
             row,
@@ -236,14 +272,28 @@ pub fn tiled_grad<F: Float + CubeElement>(
     }
 }
 
-/// The layer a layer function is compiled for.
-fn layer(tile: usize, in_w: usize, out_w: usize, act: Activation, below: bool) -> Layer {
+/// The layer a layer function is compiled for: `blocks`, narrowed where the
+/// layer is narrower (the first layer's inputs, the output layer's units).
+fn layer(
+    tile: usize,
+    in_w: usize,
+    out_w: usize,
+    act: Activation,
+    below: bool,
+    blocks: Blocks,
+) -> Layer {
+    let fit = |n: usize, w: usize| n.min(w.next_power_of_two());
     Layer {
         tile,
         in_w,
         out_w,
         act,
         below,
+        blocks: Blocks {
+            grad_u: fit(blocks.grad_u, out_w),
+            grad_k: fit(blocks.grad_k, in_w),
+            ..blocks
+        },
     }
 }
 
@@ -310,12 +360,13 @@ mod tests {
         assert_eq!(tile_budget(&wide, H200), H200 / 2);
         assert_eq!(tile_points(&wide, 48 * 1024), 23);
         assert_eq!(tile_points(&wide, H200), 55);
-        assert_eq!(resident_cubes(&wide, 55, H200), 2);
+        assert_eq!(resident_cubes(&wide, 55, false, H200), 2);
         // 3 × 64 fills its blocks in 48 KiB: 61 points, four cubes a multiprocessor.
         assert_eq!(tile_budget(&deep, H200), 48 * 1024);
         assert_eq!(tile_points(&deep, H200), 61);
-        assert_eq!(resident_cubes(&deep, 61, H200), 4);
+        assert_eq!(resident_cubes(&deep, 61, false, H200), 4);
+        assert_eq!(resident_cubes(&deep, 61, true, H200), 3);
         assert_eq!(tile_budget(&deep, 32 * 1024), 32 * 1024);
-        assert_eq!(resident_cubes(&wide, 23, 48 * 1024), 1);
+        assert_eq!(resident_cubes(&wide, 23, false, 48 * 1024), 1);
     }
 }
