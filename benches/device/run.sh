@@ -29,7 +29,7 @@
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan), AB_ARGS (e.g. --precision bf16) and
 #                         AB_ENVS (settings the current binary also runs under, e.g.
-#                         FERROFIT_BOUNDS_CHECKS=on)
+#                         FERROFIT_BOUNDS_CHECKS=on or FERROFIT_TILED_BLOCKS=8x4,8x4,128)
 #   profile [JOB ...]     Nsight Compute on one launch: HxL the tensor-core pass (bf16, N = 1e6),
 #                         seed@N the seed job's persistent kernel at N points (f32, its first
 #                         step alone and the 99 after it in one launch): launch,

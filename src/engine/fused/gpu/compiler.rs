@@ -5,6 +5,11 @@
 
 use cubecl::prelude::{ComputeClient, Runtime};
 
+/// Whether CubeCL runs `client`'s kernels through NVRTC (CUDA).
+pub fn nvrtc<R: Runtime>(client: &ComputeClient<R>) -> bool {
+    R::name(client) == "cuda"
+}
+
 /// The shader compiler CubeCL runs for `client`, in words.
 pub fn compiler<R: Runtime>(client: &ComputeClient<R>) -> &'static str {
     match R::name(client) {

@@ -13,7 +13,7 @@ use crate::batches::Batch;
 use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::Buffers;
-use crate::engine::fused::gpu::compiler::compiler;
+use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
 use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
@@ -145,6 +145,7 @@ impl<R: Runtime> GpuFused<R> {
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
         let shared = client.properties().hardware.max_shared_memory_size;
+        let cuda = nvrtc(&client);
         let tile = tensor.map(|p| p.tile).or_else(|| {
             (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| tile_points(&Shape::of(cfg), shared))
         });
@@ -173,7 +174,7 @@ impl<R: Runtime> GpuFused<R> {
                 ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,
                 tile: tile.unwrap_or(0),
-                blocks: tiled_blocks(&Shape::of(cfg), tile.unwrap_or(0), shared),
+                blocks: tiled_blocks(&Shape::of(cfg), tile.unwrap_or(0), cuda),
                 tensor,
             },
             software,
@@ -268,17 +269,8 @@ impl<R: Runtime> GpuFused<R> {
             let b = self.pass.blocks;
             return Some(format!(
                 "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
-                 {} units a workgroup, weights {}, two launches per step{unused}",
-                b.points,
-                b.units,
-                b.grad_u,
-                b.grad_k,
-                b.cube,
-                if b.staged {
-                    "staged in shared memory"
-                } else {
-                    "read from global memory"
-                }
+                 {} units a workgroup, two launches per step{unused}",
+                b.points, b.units, b.grad_u, b.grad_k, b.cube
             ));
         }
         let scheme = match &self.persistent {

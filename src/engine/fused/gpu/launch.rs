@@ -116,13 +116,7 @@ impl<R: Runtime> GpuFused<R> {
         let spread = len.div_ceil(tile * TILES_PER_CUBE);
         let hw = &self.client.properties().hardware;
         let resident = hw.num_streaming_multiprocessors.map(|sms| {
-            sms as usize
-                * resident_cubes(
-                    &Shape::of(&self.cfg),
-                    tile,
-                    self.pass.blocks.staged,
-                    hw.max_shared_memory_size,
-                )
+            sms as usize * resident_cubes(&Shape::of(&self.cfg), tile, hw.max_shared_memory_size)
         });
         spread
             .min(resident.unwrap_or(usize::MAX))

@@ -78,9 +78,7 @@ pub struct Pass {
 /// The register blocks of the tiled kernel's layer passes (chosen in
 /// `tiled_plan`): each unit computes `points` × `units` outputs of a forward
 /// or δ product, and `grad_u` × `grad_k` weight-gradient entries, at a time,
-/// so every value it loads serves several multiply-adds; `cube` units a cube;
-/// `staged`: each layer's weights are copied to shared memory before its
-/// products read them (else they are read from the device buffer).
+/// so every value it loads serves several multiply-adds; `cube` units a cube.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Blocks {
     /// Points of a forward or δ block.
@@ -93,12 +91,10 @@ pub struct Blocks {
     pub grad_k: usize,
     /// Units a cube.
     pub cube: usize,
-    /// Each layer's weights in shared memory while its products run.
-    pub staged: bool,
 }
 
 impl Default for Blocks {
-    /// 4 × 4 everywhere, 256 units a cube, weights read from the device buffer.
+    /// 4 × 4 everywhere, 256 units a cube.
     fn default() -> Self {
         Blocks {
             points: 4,
@@ -106,7 +102,6 @@ impl Default for Blocks {
             grad_u: 4,
             grad_k: 4,
             cube: 256,
-            staged: false,
         }
     }
 }

@@ -1,48 +1,59 @@
 //! How the tiled kernel ([`crate::engine::fused::gpu::kernels::tiled`])
 //! shares out its layer products: the register [`Blocks`] of its units and
-//! the units a cube, for a model and a tile of points. `FERROFIT_TILED_BLOCKS`
-//! names another choice, for measuring it.
+//! the units a cube, for a model, a tile of points and the compiler.
+//! `FERROFIT_TILED_BLOCKS` names another choice, for measuring it.
 
-use crate::engine::fused::gpu::kernels::tiled::{cube_bytes, FULL_BLOCKS};
+use crate::engine::fused::gpu::kernels::tiled::FULL_BLOCKS;
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
 
-/// The blocks for `s`'s model with tiles of `tile` points on a device of
-/// `max_shared` bytes of shared memory a cube: those `FERROFIT_TILED_BLOCKS`
-/// names where it parses, else 4 (2 in tiles of fewer than [`FULL_BLOCKS`]
-/// points) points × 4 units, 4 × 4 weight-gradient entries, 256 units a
-/// cube; each layer's weights staged in shared memory where they fit beside
-/// the tile (and the override does not say `global`).
-pub fn tiled_blocks(s: &Shape, tile: usize, max_shared: usize) -> Blocks {
-    let (named, staging) = overridden().unwrap_or((
-        Blocks {
-            points: if tile >= FULL_BLOCKS { 4 } else { 2 },
+/// The blocks for `s`'s model with tiles of `tile` points, on CUDA or not:
+/// those `FERROFIT_TILED_BLOCKS` names where it parses, else as measured on
+/// the H200 (docs/PERFORMANCE.md, "The tiled kernel's register blocks"):
+/// - tiles of [`FULL_BLOCKS`] points or more on CUDA: 8 points × 4 units,
+///   8 × 4 weight-gradient entries, and about one forward block a unit (the
+///   forward blocks of a hidden layer rounded up to a power of two, 128 to
+///   256 units a cube) — 3 × 64 345 → 325 ms, 4 × 128 2.54 → 2.44 s;
+/// - elsewhere, 4 × 4 blocks and 256 units a cube (on Vulkan 8 × 4 blocks
+///   ran 3 × 64 1.4× slower); tiles of fewer points take blocks of 2 points.
+pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool) -> Blocks {
+    if let Some(b) = overridden() {
+        return b;
+    }
+    if tile < FULL_BLOCKS {
+        return Blocks {
+            points: 2,
             ..Blocks::default()
-        },
-        true,
-    ));
+        };
+    }
+    if !cuda {
+        return Blocks::default();
+    }
+    let (points, units) = (8, 4);
+    let forward = tile.div_ceil(points) * s.hidden.div_ceil(units);
     Blocks {
-        staged: staging && cube_bytes(s, tile, true) <= max_shared,
-        ..named
+        points,
+        units,
+        grad_u: 8,
+        grad_k: 4,
+        cube: forward.next_power_of_two().clamp(128, 256),
     }
 }
 
-/// The blocks `FERROFIT_TILED_BLOCKS` names, where it parses, and whether
-/// it lets the weights be staged.
-fn overridden() -> Option<(Blocks, bool)> {
+/// The blocks `FERROFIT_TILED_BLOCKS` names, where it parses.
+fn overridden() -> Option<Blocks> {
     let text = std::env::var("FERROFIT_TILED_BLOCKS").ok()?;
     let b = parse(&text);
     if b.is_none() {
         log::warn!(
-            "FERROFIT_TILED_BLOCKS={text} is not POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,global] \
+            "FERROFIT_TILED_BLOCKS={text} is not POINTSxUNITS,GRAD_UxGRAD_K,CUBE \
              (blocks of 1, 2, 4 or 8; 32 to 256 units a cube, a power of two): ignored"
         );
     }
     b
 }
 
-/// `POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,global]` (e.g. `8x4,8x4,128`) as
-/// blocks, and whether the weights may be staged (not with `global`).
-fn parse(text: &str) -> Option<(Blocks, bool)> {
+/// `POINTSxUNITS,GRAD_UxGRAD_K,CUBE` (e.g. `8x4,8x4,128`) as blocks.
+fn parse(text: &str) -> Option<Blocks> {
     let mut parts = text.split(',').map(str::trim);
     let pair = |p: Option<&str>| -> Option<(usize, usize)> {
         let (a, b) = p?.split_once('x')?;
@@ -60,35 +71,39 @@ fn parse(text: &str) -> Option<(Blocks, bool)> {
         .parse()
         .ok()
         .filter(|c: &usize| c.is_power_of_two() && (32..=256).contains(c))?;
-    let staging = match parts.next() {
-        None => true,
-        Some("global") => false,
-        Some(_) => return None,
-    };
-    let b = Blocks {
+    parts.next().is_none().then_some(Blocks {
         points,
         units,
         grad_u,
         grad_k,
         cube,
-        staged: false,
-    };
-    parts.next().is_none().then_some((b, staging))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Activation, Loss, OptimizerKind};
+
+    fn relu(hidden: usize, layers: usize) -> Shape {
+        Shape {
+            inputs: 1,
+            hidden,
+            layers,
+            outputs: 1,
+            act: Activation::Relu,
+            loss: Loss::Mse,
+            opt: OptimizerKind::Sgd,
+        }
+    }
 
     #[test]
     fn a_named_choice_parses_and_a_bad_one_does_not() {
-        let (b, staging) = parse("8x4, 4x8, 128").unwrap();
+        let b = parse("8x4, 4x8, 128").unwrap();
         assert_eq!(
             (b.points, b.units, b.grad_u, b.grad_k, b.cube),
             (8, 4, 4, 8, 128)
         );
-        assert!(staging);
-        assert!(!parse("4x4,4x4,256,global").unwrap().1);
         for bad in [
             "8x4,4x8",
             "8x3,4x4,128",
@@ -98,5 +113,15 @@ mod tests {
         ] {
             assert!(parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn cuda_takes_one_block_of_8_points_a_unit_where_measured_fastest() {
+        // The H200's tiles: 61 points at 3 × 64, 55 at 4 × 128.
+        assert_eq!(tiled_blocks(&relu(64, 3), 61, true).cube, 128);
+        assert_eq!(tiled_blocks(&relu(128, 4), 55, true).cube, 256);
+        assert_eq!(tiled_blocks(&relu(128, 4), 55, true).points, 8);
+        assert_eq!(tiled_blocks(&relu(64, 3), 61, false), Blocks::default());
+        assert_eq!(tiled_blocks(&relu(128, 8), 27, true).points, 2);
     }
 }

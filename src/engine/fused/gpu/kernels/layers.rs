@@ -59,32 +59,6 @@ pub struct At {
     pub dst: usize,
 }
 
-/// Values the staged weights of a model's widest layer take in shared memory
-/// (rows of [`stride`] values an output unit).
-pub fn weight_values(inputs: usize, hidden: usize, outputs: usize) -> usize {
-    (hidden * stride(inputs))
-        .max(hidden * stride(hidden))
-        .max(outputs * stride(hidden))
-}
-
-/// Copies the weights of a layer `in_w` → `out_w` from `off` in the flat
-/// parameters into `wsm`, a row of [`stride`]`(in_w)` values an output unit
-/// (odd, so units reading different rows hit different banks).
-#[cube]
-pub fn stage<F: Float>(
-    params: &Array<F>,
-    wsm: &mut SharedMemory<F>,
-    off: usize,
-    #[comptime] in_w: usize,
-    #[comptime] out_w: usize,
-) {
-    let mut e = UNIT_POS as usize;
-    while e < comptime!(out_w * in_w) {
-        wsm[(e / in_w) * comptime!(stride(in_w)) + e % in_w] = params[off + e];
-        e += CUBE_DIM as usize;
-    }
-}
-
 /// b_u + Σ_k w[u, k]·a[t, k] for point `t` and unit `u` of the layer `at`.
 #[cube]
 pub fn dense<F: Float>(
@@ -118,14 +92,12 @@ fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
 #[cube]
 pub fn hidden_forward<F: Float>(
     params: &Array<F>,
-    wsm: &SharedMemory<F>,
     buf: &mut SharedMemory<F>,
     at: &At,
     #[comptime] layer: Layer,
 ) {
     let (tile, in_w, hidden, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
     let (bt, bu) = comptime!((layer.blocks.points, layer.blocks.units));
-    let staged = comptime!(layer.blocks.staged);
     let (si, sh) = comptime!((stride(in_w), stride(hidden)));
     let off = at.off;
     let src = at.src;
@@ -146,11 +118,7 @@ pub fn hidden_forward<F: Float>(
         #[unroll]
         for c in 0..bu {
             let u = clamp_to(u0 + c, hidden);
-            wu[c] = if comptime!(staged) {
-                u * si
-            } else {
-                off + u * in_w
-            };
+            wu[c] = off + u * in_w;
             let bias = params[off + comptime!(hidden * in_w) + u];
             #[unroll]
             for r in 0..bt {
@@ -165,11 +133,7 @@ pub fn hidden_forward<F: Float>(
             }
             #[unroll]
             for c in 0..bu {
-                let w = if comptime!(staged) {
-                    wsm[wu[c] + k]
-                } else {
-                    params[wu[c] + k]
-                };
+                let w = params[wu[c] + k];
                 #[unroll]
                 for r in 0..bt {
                     acc[r * bu + c] += av[r] * w;
@@ -205,7 +169,6 @@ pub fn hidden_forward<F: Float>(
 #[cube]
 pub fn backward<F: Float>(
     params: &Array<F>,
-    wsm: &SharedMemory<F>,
     buf: &mut SharedMemory<F>,
     partials: &mut Array<F>,
     row: usize,
@@ -316,10 +279,7 @@ pub fn backward<F: Float>(
             }
             #[unroll]
             for c in 0..bk {
-                wk[c] = clamp_to(k0 + c, in_w);
-                if comptime!(!layer.blocks.staged) {
-                    wk[c] += off;
-                }
+                wk[c] = off + clamp_to(k0 + c, in_w);
             }
             #[unroll]
             for i in 0..comptime!(bt * bk) {
@@ -333,11 +293,7 @@ pub fn backward<F: Float>(
                 }
                 #[unroll]
                 for c in 0..bk {
-                    let w = if comptime!(layer.blocks.staged) {
-                        wsm[wk[c] + u * si]
-                    } else {
-                        params[wk[c] + u * in_w]
-                    };
+                    let w = params[wk[c] + u * in_w];
                     #[unroll]
                     for r in 0..bt {
                         s[r * bk + c] += dv[r] * w;

@@ -26,7 +26,7 @@
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{
-    backward, dense, hidden_forward, hidden_rows, stage, stride, weight_values, At, Layer,
+    backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
 };
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::ops::{cube_sum, cubes_by_shared};
@@ -52,8 +52,9 @@ pub fn tile_values(s: &Shape) -> usize {
     stride(s.inputs) + hidden_rows(s.act) * s.layers * stride(s.hidden) + stride(s.outputs)
 }
 
-/// Points a tile needs for the layer passes' register blocks of 4 points
-/// (fewer take blocks of 2: twice the loads a multiply-add).
+/// Points a tile needs for the layer passes' full register blocks (4 or 8
+/// points, `gpu/tiled_plan.rs`); fewer take blocks of 2 (more loads a
+/// multiply-add, but a block for every unit).
 pub const FULL_BLOCKS: usize = 32;
 
 /// Shared-memory bytes a cube of `s`'s model takes on a device with
@@ -83,22 +84,11 @@ pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
     points(s, tile_budget(s, max_shared)).clamp(1, MAX_TILE)
 }
 
-/// Shared-memory bytes a cube of the tiled kernel takes with tiles of
-/// `tile` points, with each layer's weights `staged` there or not.
-pub fn cube_bytes(s: &Shape, tile: usize, staged: bool) -> usize {
-    let weights = if staged {
-        weight_values(s.inputs, s.hidden, s.outputs)
-    } else {
-        0
-    };
-    (tile * tile_values(s) + LOSS_SCRATCH + weights) * 4
-}
-
-/// Cubes of the tiled kernel with tiles of `tile` points (weights `staged`
-/// or not) that one multiprocessor of `per_sm_shared` bytes holds by shared
-/// memory (the driver keeps 1 KiB a cube), at least 1.
-pub fn resident_cubes(s: &Shape, tile: usize, staged: bool, per_sm_shared: usize) -> usize {
-    cubes_by_shared(cube_bytes(s, tile, staged), per_sm_shared).max(1)
+/// Cubes of the tiled kernel with tiles of `tile` points that one
+/// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver
+/// keeps 1 KiB a cube), at least 1.
+pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
+    cubes_by_shared((tile * tile_values(s) + LOSS_SCRATCH) * 4, per_sm_shared).max(1)
 }
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
@@ -123,7 +113,6 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let plane = comptime!(pass.plane);
     let tile = comptime!(pass.tile);
     let blocks = comptime!(pass.blocks);
-    let staged = comptime!(blocks.staged);
     let np = comptime!(shape.params());
     let start = batch.start;
     let scale = batch.scale;
@@ -133,12 +122,6 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let per = comptime!(tile_values(&shape));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
-    // The layer whose products run, where staged (one value otherwise).
-    let mut wsm = SharedMemory::<F>::new(comptime!(if staged {
-        weight_values(inputs, hidden, outputs)
-    } else {
-        1
-    }));
     let si = comptime!(stride(inputs));
     // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
     // within them, the output deltas. A layer's δ goes over its first row.
@@ -186,15 +169,12 @@ pub fn tiled_grad<F: Float + CubeElement>(
         let first = base == CUBE_POS * tile;
         // Inputs of the tile; points past the end read zeros.
         points.load_tile(&mut buf, &batch, base, rows);
-        if comptime!(staged) {
-            stage::<F>(params, &mut wsm, 0, inputs, hidden);
-        }
         sync_cube();
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
         let first_in = comptime!(layer(tile, inputs, hidden, act, false, blocks));
-        hidden_forward::<F>(params, &wsm, &mut buf, &first_layer, first_in);
+        hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
         sync_cube();
         for l in 1..layers {
             let dst = z1 + l * pair;
@@ -204,11 +184,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 dst,
             };
             let inner = comptime!(layer(tile, hidden, hidden, act, false, blocks));
-            if comptime!(staged) {
-                stage::<F>(params, &mut wsm, at.off, hidden, hidden);
-                sync_cube();
-            }
-            hidden_forward::<F>(params, &wsm, &mut buf, &at, inner);
+            hidden_forward::<F>(params, &mut buf, &at, inner);
             sync_cube();
         }
         let mut e = unit;
@@ -226,15 +202,10 @@ pub fn tiled_grad<F: Float + CubeElement>(
             buf[dout + t * comptime!(stride(outputs)) + u] = d;
             e += units;
         }
-        if comptime!(staged) {
-            stage::<F>(params, &mut wsm, off_out, hidden, outputs);
-        }
         sync_cube();
 
         // Backward, from the output layer down.
-        backward::<F>(
-            params, &wsm, &mut buf, partials, row, first, &out_layer, out,
-        );
+        backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
         sync_cube();
         for r in 1..layers {
             let l = layers - r;
@@ -245,16 +216,11 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 dst: delta,
             };
             let inner = comptime!(layer(tile, hidden, hidden, act, true, blocks));
-            if comptime!(staged) {
-                stage::<F>(params, &mut wsm, at.off, hidden, hidden);
-                sync_cube();
-            }
-            backward::<F>(params, &wsm, &mut buf, partials, row, first, &at, inner);
+            backward::<F>(params, &mut buf, partials, row, first, &at, inner);
             sync_cube();
         }
         backward::<F>(
             params,
-            &wsm,
             &mut buf,
             partials,
             row,
@@ -360,13 +326,12 @@ mod tests {
         assert_eq!(tile_budget(&wide, H200), H200 / 2);
         assert_eq!(tile_points(&wide, 48 * 1024), 23);
         assert_eq!(tile_points(&wide, H200), 55);
-        assert_eq!(resident_cubes(&wide, 55, false, H200), 2);
+        assert_eq!(resident_cubes(&wide, 55, H200), 2);
         // 3 × 64 fills its blocks in 48 KiB: 61 points, four cubes a multiprocessor.
         assert_eq!(tile_budget(&deep, H200), 48 * 1024);
         assert_eq!(tile_points(&deep, H200), 61);
-        assert_eq!(resident_cubes(&deep, 61, false, H200), 4);
-        assert_eq!(resident_cubes(&deep, 61, true, H200), 3);
+        assert_eq!(resident_cubes(&deep, 61, H200), 4);
         assert_eq!(tile_budget(&deep, 32 * 1024), 32 * 1024);
-        assert_eq!(resident_cubes(&wide, 23, false, 48 * 1024), 1);
+        assert_eq!(resident_cubes(&wide, 23, 48 * 1024), 1);
     }
 }
