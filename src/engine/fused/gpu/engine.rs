@@ -20,7 +20,7 @@ use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::kernels::tiled::tile_points;
 use crate::engine::fused::gpu::memo::Memo;
-use crate::engine::fused::gpu::shape::{Pass, Shape};
+use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::fused::gpu::tiled_plan::tiled_blocks;
@@ -144,11 +144,17 @@ impl<R: Runtime> GpuFused<R> {
         let tensor = (cfg.precision != Precision::F32)
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
-        let shared = client.properties().hardware.max_shared_memory_size;
-        let cuda = nvrtc(&client);
         let tile = tensor.map(|p| p.tile).or_else(|| {
-            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| tile_points(&Shape::of(cfg), shared))
+            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
+                let shared = client.properties().hardware.max_shared_memory_size;
+                tile_points(&Shape::of(cfg), shared)
+            })
         });
+        // The tiled kernel's blocks, where it runs (other kernels ignore them).
+        let blocks = match (tensor, tile) {
+            (None, Some(t)) => tiled_blocks(&Shape::of(cfg), t, nvrtc(&client)),
+            _ => Blocks::default(),
+        };
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,
@@ -174,7 +180,7 @@ impl<R: Runtime> GpuFused<R> {
                 ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,
                 tile: tile.unwrap_or(0),
-                blocks: tiled_blocks(&Shape::of(cfg), tile.unwrap_or(0), cuda),
+                blocks,
                 tensor,
             },
             software,

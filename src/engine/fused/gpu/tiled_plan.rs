@@ -84,6 +84,10 @@ fn parse(text: &str) -> Option<Blocks> {
 mod tests {
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::engine::fused::gpu::kernels::tiled::tile_points;
+
+    /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
+    const H200: usize = 227 * 1024;
 
     fn relu(hidden: usize, layers: usize) -> Shape {
         Shape {
@@ -117,11 +121,13 @@ mod tests {
 
     #[test]
     fn cuda_takes_one_block_of_8_points_a_unit_where_measured_fastest() {
-        // The H200's tiles: 61 points at 3 × 64, 55 at 4 × 128.
-        assert_eq!(tiled_blocks(&relu(64, 3), 61, true).cube, 128);
-        assert_eq!(tiled_blocks(&relu(128, 4), 55, true).cube, 256);
-        assert_eq!(tiled_blocks(&relu(128, 4), 55, true).points, 8);
-        assert_eq!(tiled_blocks(&relu(64, 3), 61, false), Blocks::default());
+        // The H200's tiles (61 points at 3 × 64, 55 at 4 × 128).
+        let (deep, wide) = (relu(64, 3), relu(128, 4));
+        let (t_deep, t_wide) = (tile_points(&deep, H200), tile_points(&wide, H200));
+        assert_eq!(tiled_blocks(&deep, t_deep, true).cube, 128);
+        assert_eq!(tiled_blocks(&wide, t_wide, true).cube, 256);
+        assert_eq!(tiled_blocks(&wide, t_wide, true).points, 8);
+        assert_eq!(tiled_blocks(&deep, t_deep, false), Blocks::default());
         assert_eq!(tiled_blocks(&relu(128, 8), 27, true).points, 2);
     }
 }
