@@ -18,12 +18,12 @@ use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
 use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::split::split_lanes;
-use crate::engine::fused::gpu::kernels::tiled::tile_points;
+use crate::engine::fused::gpu::kernels::tile::tile_points;
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
-use crate::engine::fused::gpu::tiled_plan::tiled_blocks;
+use crate::engine::fused::gpu::tiled_plan::{tiled_blocks, tiled_lines};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -144,15 +144,17 @@ impl<R: Runtime> GpuFused<R> {
         let tensor = (cfg.precision != Precision::F32)
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
+        let (cuda, checked) = (nvrtc(&client), bounds_checks());
+        let lined = tiled_lines(&Shape::of(cfg), cuda, checked);
         let tile = tensor.map(|p| p.tile).or_else(|| {
             (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
                 let shared = client.properties().hardware.max_shared_memory_size;
-                tile_points(&Shape::of(cfg), shared)
+                tile_points(&Shape::of(cfg), shared, lined)
             })
         });
         // The tiled kernel's blocks, where it runs (other kernels ignore them).
         let blocks = match (tensor, tile) {
-            (None, Some(t)) => tiled_blocks(&Shape::of(cfg), t, nvrtc(&client)),
+            (None, Some(t)) => tiled_blocks(&Shape::of(cfg), t, cuda, lined),
             _ => Blocks::default(),
         };
         let max_cubes = match tile {
@@ -188,7 +190,7 @@ impl<R: Runtime> GpuFused<R> {
             persistent: None,
             deferred: None,
             max_cubes,
-            checked: bounds_checks(),
+            checked,
         };
         let probed = std::time::Instant::now();
         if cfg.kernel.persistent && whole_steps(cfg) && tile.is_none() {
@@ -273,9 +275,10 @@ impl<R: Runtime> GpuFused<R> {
                 ""
             };
             let b = self.pass.blocks;
+            let loads = if b.lined { "16-byte" } else { "one-value" };
             return Some(format!(
                 "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
-                 {} units a workgroup, two launches per step{unused}",
+                 {loads} loads, {} units a workgroup, two launches per step{unused}",
                 b.points, b.units, b.grad_u, b.grad_k, b.cube
             ));
         }

@@ -7,7 +7,8 @@ use crate::engine::fused::gpu::kernels::args::{
     BatchLaunch, PointsLaunch, RuleLaunch, StateLaunch,
 };
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
-use crate::engine::fused::gpu::kernels::tiled::{resident_cubes, tiled_grad};
+use crate::engine::fused::gpu::kernels::tile::resident_cubes;
+use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::{GpuFused, MAX_CUBES, POINTS_PER_UNIT};
 use crate::engine::fused::optim::bias_corrections;
@@ -116,7 +117,14 @@ impl<R: Runtime> GpuFused<R> {
         let spread = len.div_ceil(tile * TILES_PER_CUBE);
         let hw = &self.client.properties().hardware;
         let resident = hw.num_streaming_multiprocessors.map(|sms| {
-            sms as usize * resident_cubes(&Shape::of(&self.cfg), tile, hw.max_shared_memory_size)
+            let lined = self.pass.blocks.lined;
+            sms as usize
+                * resident_cubes(
+                    &Shape::of(&self.cfg),
+                    tile,
+                    hw.max_shared_memory_size,
+                    lined,
+                )
         });
         spread
             .min(resident.unwrap_or(usize::MAX))

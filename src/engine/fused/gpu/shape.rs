@@ -79,6 +79,8 @@ pub struct Pass {
 /// `tiled_plan`): each unit computes `points` × `units` outputs of a forward
 /// or δ product, and `grad_u` × `grad_k` weight-gradient entries, at a time,
 /// so every value it loads serves several multiply-adds; `cube` units a cube.
+/// `lined`: the hidden layers' passes load four values at a time
+/// (`kernels::lined`; blocks of `points` × 4 and 4 × `grad_k`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Blocks {
     /// Points of a forward or δ block.
@@ -91,10 +93,12 @@ pub struct Blocks {
     pub grad_k: usize,
     /// Units a cube.
     pub cube: usize,
+    /// The hidden layers' products load 16-byte lines (`kernels::lined`).
+    pub lined: bool,
 }
 
 impl Default for Blocks {
-    /// 4 × 4 everywhere, 256 units a cube.
+    /// 4 × 4 everywhere, 256 units a cube, one value a load.
     fn default() -> Self {
         Blocks {
             points: 4,
@@ -102,6 +106,7 @@ impl Default for Blocks {
             grad_u: 4,
             grad_k: 4,
             cube: 256,
+            lined: false,
         }
     }
 }

@@ -44,6 +44,26 @@ pub struct Layer {
     pub below: bool,
     /// The register blocks its products are shared out in.
     pub blocks: Blocks,
+    /// Row stride of its input rows in the tile buffer.
+    pub si: usize,
+    /// Row stride of its output rows.
+    pub so: usize,
+}
+
+impl Layer {
+    /// A layer with the default blocks and odd row strides ([`stride`]).
+    pub fn new(tile: usize, in_w: usize, out_w: usize, act: Activation, below: bool) -> Layer {
+        Layer {
+            tile,
+            in_w,
+            out_w,
+            act,
+            below,
+            blocks: Blocks::default(),
+            si: stride(in_w),
+            so: stride(out_w),
+        }
+    }
 }
 
 /// Where one layer's values are at run time: its weights from `off` in the
@@ -71,7 +91,7 @@ pub fn dense<F: Float>(
 ) -> F {
     let in_w = comptime!(layer.in_w);
     let off = at.off;
-    let src = at.src + t * comptime!(stride(in_w));
+    let src = at.src + t * comptime!(layer.si);
     let mut z = params[off + comptime!(layer.out_w * in_w) + u];
     for k in 0..in_w {
         z += params[off + u * in_w + k] * buf[src + k];
@@ -81,7 +101,7 @@ pub fn dense<F: Float>(
 
 /// `i` if below `len`, else `len - 1`: loads of a block's padding stay in bounds.
 #[cube]
-fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
+pub fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
     clamp_max(i, comptime!(len - 1))
 }
 
@@ -98,7 +118,7 @@ pub fn hidden_forward<F: Float>(
 ) {
     let (tile, in_w, hidden, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
     let (bt, bu) = comptime!((layer.blocks.points, layer.blocks.units));
-    let (si, sh) = comptime!((stride(in_w), stride(hidden)));
+    let (si, sh) = comptime!((layer.si, layer.so));
     let off = at.off;
     let src = at.src;
     let dst = at.dst;
@@ -150,7 +170,7 @@ pub fn hidden_forward<F: Float>(
                     let i = dst + t * sh + u0 + c;
                     if comptime!(keeps_z(act)) {
                         buf[i] = z;
-                        buf[i + comptime!(tile * stride(hidden))] = act_fwd::<F>(z, act);
+                        buf[i + comptime!(tile * sh)] = act_fwd::<F>(z, act);
                     } else {
                         buf[i] = act_fwd::<F>(z, act);
                     }
@@ -181,7 +201,7 @@ pub fn backward<F: Float>(
     let off = at.off;
     let src = at.src;
     let delta = at.dst;
-    let (si, so) = comptime!((stride(in_w), stride(out_w)));
+    let (si, so) = comptime!((layer.si, layer.so));
     let unit = UNIT_POS as usize;
     let units = CUBE_DIM as usize;
     // Weight gradients: gu units × gk inputs (a block count apart) a block,
@@ -256,7 +276,7 @@ pub fn backward<F: Float>(
     }
     if comptime!(layer.below) {
         // The layer below's first row: its z, or its a (which `src` is).
-        let zb = src - comptime!((hidden_rows(act) - 1) * tile * stride(in_w));
+        let zb = src - comptime!((hidden_rows(act) - 1) * tile * si);
         // δ_below[t, k] = act'(z[t, k]) Σ_u w[u, k] δ[t, u], in blocks of
         // points × inputs as forward, over the layer below's first row: its
         // z, or its a (read above) once every unit is past the gradients.

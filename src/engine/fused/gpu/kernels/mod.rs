@@ -12,8 +12,9 @@
 //! - `strips` + `strip`: the same on registers, each plane taking its own
 //!   16 points through every layer (barriers only for the weight gradients);
 //!   `rows`: what the two tensor-core passes do alike around their tiles;
-//! - `tiled` + `layers`: several hidden layers, a tile of points at a time
-//!   with activations in shared memory;
+//! - `tiled` + `tile` + `layers` (one value a load) or `lined` (16-byte
+//!   loads, CUDA): several hidden layers, a tile of points at a time with
+//!   activations in shared memory;
 //! - `point` (one unit a point, one hidden layer), `ops` (a cube's gradient
 //!   row, cube reductions) and `math` (activations, losses, optimizer rules):
 //!   device functions shared by all of them.
@@ -22,6 +23,7 @@ pub mod args;
 pub mod fused;
 pub mod head;
 pub mod layers;
+pub mod lined;
 pub mod math;
 pub mod mma;
 pub mod mma_regs;
@@ -34,4 +36,5 @@ pub mod strip;
 pub mod strips;
 pub mod sums;
 pub mod tensor;
+pub mod tile;
 pub mod tiled;

@@ -14,7 +14,7 @@ use cubecl::prelude::*;
 pub const CUBE_UNITS: u32 = 256;
 
 /// Shared memory a driver keeps for each resident cube, in bytes (CUDA: 1 KiB).
-const DRIVER_SHARED_PER_CUBE: usize = 1024;
+pub const DRIVER_SHARED_PER_CUBE: usize = 1024;
 
 /// Cubes taking `bytes` of shared memory each that one multiprocessor of
 /// `per_sm_shared` bytes holds at once (0 when not one fits).

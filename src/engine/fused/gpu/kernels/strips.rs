@@ -23,7 +23,7 @@ use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::strip::{self, kept, new_strip, StripHead};
 use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
-use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Rows of `tile · row_stride(H)` half values the pass keeps in shared
@@ -72,14 +72,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let row0 = plane * BLOCK;
     let row = CUBE_POS * (np + 1);
     let n = batch.count as usize;
-    let backward = comptime!(Layer {
-        tile,
-        in_w: hidden,
-        out_w: hidden,
-        act,
-        below: true,
-        blocks: Blocks::default(),
-    });
+    let backward = comptime!(Layer::new(tile, hidden, hidden, act, true));
 
     let mut acts = SharedMemory::<E>::new_aligned(comptime!(strip_rows(layers) * rows_of), 32usize);
     let w_rows = comptime!(hidden * sh);

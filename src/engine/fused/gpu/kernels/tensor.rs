@@ -36,7 +36,7 @@ use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
-use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
@@ -71,18 +71,8 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let row = CUBE_POS * (np + 1);
     let n = batch.count as usize;
     // The hidden-to-hidden layer, forward and backward.
-    let forward = comptime!(Layer {
-        tile,
-        in_w: hidden,
-        out_w: hidden,
-        act,
-        below: false,
-        blocks: Blocks::default(),
-    });
-    let backward = comptime!(Layer {
-        below: true,
-        ..forward
-    });
+    let forward = comptime!(Layer::new(tile, hidden, hidden, act, false));
+    let backward = comptime!(Layer::new(tile, hidden, hidden, act, true));
 
     // Tensor-core loads and stores want 32-byte aligned rows.
     let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);

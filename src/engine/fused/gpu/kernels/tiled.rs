@@ -28,68 +28,14 @@ use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
 use crate::engine::fused::gpu::kernels::layers::{
     backward, dense, hidden_forward, hidden_rows, stride, At, Layer,
 };
+use crate::engine::fused::gpu::kernels::lined::{self, LINE};
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
-use crate::engine::fused::gpu::kernels::ops::{cube_sum, cubes_by_shared};
+use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::kernels::tile::{
+    first_rows, hidden_stride, tile_values, LOSS_SCRATCH,
+};
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use cubecl::prelude::*;
-
-/// Largest tile: past it, bigger tiles only add idle tail work.
-pub const MAX_TILE: usize = 128;
-
-/// Shared memory the tiled kernel takes of a device with less than twice
-/// this per cube: all of it up to this (the WebGPU floor of 16 KiB at least).
-pub const TILE_SHARED_BYTES: usize = 48 * 1024;
-
-/// Shared memory every WebGPU device has per workgroup, in bytes.
-const WEBGPU_SHARED_BYTES: usize = 16 * 1024;
-
-/// Values the cube sum of the loss needs in shared memory.
-const LOSS_SCRATCH: usize = 256;
-
-/// Shared-memory values one point of a tile needs: inputs, every hidden
-/// layer's rows, output deltas (each row padded to an odd stride).
-pub fn tile_values(s: &Shape) -> usize {
-    stride(s.inputs) + hidden_rows(s.act) * s.layers * stride(s.hidden) + stride(s.outputs)
-}
-
-/// Points a tile needs for the layer passes' full register blocks (4 or 8
-/// points, `gpu/tiled_plan.rs`); fewer take blocks of 2 (more loads a
-/// multiply-add, but a block for every unit).
-pub const FULL_BLOCKS: usize = 32;
-
-/// Shared-memory bytes a cube of `s`'s model takes on a device with
-/// `max_shared` bytes per cube: up to [`TILE_SHARED_BYTES`]; where that holds
-/// fewer than [`FULL_BLOCKS`] points (wide deep models: 23 at 4 × 128) and
-/// half the device's is more (CUDA's opt-in 227 KiB), that half — two cubes a
-/// multiprocessor, tiles 2.4× larger (4 × 128 on the H200: 4.38 → 3.15 s per
-/// 100 steps; 3 × 64's 61-point tiles were faster than 128-point ones,
-/// docs/PERFORMANCE.md).
-pub fn tile_budget(s: &Shape, max_shared: usize) -> usize {
-    let base = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES);
-    if points(s, base) < FULL_BLOCKS {
-        base.max(max_shared / 2)
-    } else {
-        base
-    }
-}
-
-/// Points a tile of `bytes` holds (before the clamp to 1 ..= [`MAX_TILE`]).
-fn points(s: &Shape, bytes: usize) -> usize {
-    (bytes / 4).saturating_sub(LOSS_SCRATCH) / tile_values(s)
-}
-
-/// Points a tile holds on a device with `max_shared` bytes of shared memory
-/// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for one point).
-pub fn tile_points(s: &Shape, max_shared: usize) -> usize {
-    points(s, tile_budget(s, max_shared)).clamp(1, MAX_TILE)
-}
-
-/// Cubes of the tiled kernel with tiles of `tile` points that one
-/// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver
-/// keeps 1 KiB a cube), at least 1.
-pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize) -> usize {
-    cubes_by_shared((tile * tile_values(s) + LOSS_SCRATCH) * 4, per_sm_shared).max(1)
-}
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
 /// `layers` hidden layers of `hidden` units, times the batch's scale; one
@@ -119,16 +65,18 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let units = CUBE_DIM as usize;
     let unit = UNIT_POS as usize;
     let row = CUBE_POS * (np + 1);
-    let per = comptime!(tile_values(&shape));
-    let mut buf = SharedMemory::<F>::new(comptime!(tile * per));
+    let lined = comptime!(blocks.lined);
+    let per = comptime!(tile_values(&shape, lined));
+    let mut buf = SharedMemory::<F>::new(comptime!(tile * per + LINE));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
     let si = comptime!(stride(inputs));
     // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
     // within them, the output deltas. A layer's δ goes over its first row.
-    let z1 = comptime!(tile * stride(inputs));
-    let pair = comptime!(hidden_rows(act) * tile * stride(hidden));
-    let a_at = comptime!((hidden_rows(act) - 1) * tile * stride(hidden));
-    let dout = comptime!(tile * stride(inputs) + layers * hidden_rows(act) * tile * stride(hidden));
+    let sh = comptime!(hidden_stride(hidden, lined));
+    let z1 = comptime!(first_rows(tile, inputs));
+    let pair = comptime!(hidden_rows(act) * tile * sh);
+    let a_at = comptime!((hidden_rows(act) - 1) * tile * sh);
+    let dout = comptime!(first_rows(tile, inputs) + layers * hidden_rows(act) * tile * sh);
     let hh = comptime!(hidden * hidden + hidden);
     let off1 = comptime!(layer_offset(inputs, hidden, 1));
     let off_out = comptime!(layer_offset(inputs, hidden, layers));
@@ -155,7 +103,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
         src: dout - pair + a_at,
         dst: dout,
     };
-    let out = comptime!(layer(tile, hidden, outputs, act, true, blocks));
+    let so = comptime!(stride(outputs));
+    let out = comptime!(layer(tile, (hidden, sh), (outputs, so), act, true, blocks));
     let rows = comptime!(TileRows {
         tile,
         inputs,
@@ -173,8 +122,12 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
-        let first_in = comptime!(layer(tile, inputs, hidden, act, false, blocks));
-        hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
+        let first_in = comptime!(layer(tile, (inputs, si), (hidden, sh), act, false, blocks));
+        if comptime!(lined) {
+            lined::forward::<F>(params, &mut buf, &first_layer, first_in);
+        } else {
+            hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
+        }
         sync_cube();
         for l in 1..layers {
             let dst = z1 + l * pair;
@@ -183,15 +136,23 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: dst - pair + a_at,
                 dst,
             };
-            let inner = comptime!(layer(tile, hidden, hidden, act, false, blocks));
-            hidden_forward::<F>(params, &mut buf, &at, inner);
+            let inner = comptime!(layer(tile, (hidden, sh), (hidden, sh), act, false, blocks));
+            if comptime!(lined) {
+                lined::forward::<F>(params, &mut buf, &at, inner);
+            } else {
+                hidden_forward::<F>(params, &mut buf, &at, inner);
+            }
             sync_cube();
         }
         let mut e = unit;
         while e < comptime!(tile * outputs) {
             let t = e % tile;
             let u = e / tile;
-            let z = dense::<F>(params, &buf, &out_layer, t, u, out);
+            let z = if comptime!(lined) {
+                lined::dense::<F>(params, &buf, &out_layer, t, u, out)
+            } else {
+                dense::<F>(params, &buf, &out_layer, t, u, out)
+            };
             let mut d = F::new(0.0);
             if base + t < n {
                 let pt = points.at(start, base + t, use_idx);
@@ -199,13 +160,17 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 lsum += loss_value::<F>(r, loss);
                 d = loss_grad::<F>(r, loss) * scale;
             }
-            buf[dout + t * comptime!(stride(outputs)) + u] = d;
+            buf[dout + t * so + u] = d;
             e += units;
         }
         sync_cube();
 
         // Backward, from the output layer down.
-        backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+        if comptime!(lined) {
+            lined::backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+        } else {
+            backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+        }
         sync_cube();
         for r in 1..layers {
             let l = layers - r;
@@ -215,8 +180,12 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: delta - pair + a_at,
                 dst: delta,
             };
-            let inner = comptime!(layer(tile, hidden, hidden, act, true, blocks));
-            backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+            let inner = comptime!(layer(tile, (hidden, sh), (hidden, sh), act, true, blocks));
+            if comptime!(lined) {
+                lined::backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+            } else {
+                backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+            }
             sync_cube();
         }
         backward::<F>(
@@ -238,28 +207,27 @@ pub fn tiled_grad<F: Float + CubeElement>(
     }
 }
 
-/// The layer a layer function is compiled for: `blocks`, narrowed where the
-/// layer is narrower (the first layer's inputs, the output layer's units).
+/// The layer a layer function is compiled for, its input and output rows'
+/// (width, stride): `blocks`, narrowed where the layer is narrower (the first
+/// layer's inputs, the output layer's units).
 fn layer(
     tile: usize,
-    in_w: usize,
-    out_w: usize,
+    (in_w, si): (usize, usize),
+    (out_w, so): (usize, usize),
     act: Activation,
     below: bool,
     blocks: Blocks,
 ) -> Layer {
     let fit = |n: usize, w: usize| n.min(w.next_power_of_two());
     Layer {
-        tile,
-        in_w,
-        out_w,
-        act,
-        below,
         blocks: Blocks {
             grad_u: fit(blocks.grad_u, out_w),
             grad_k: fit(blocks.grad_k, in_w),
             ..blocks
         },
+        si,
+        so,
+        ..Layer::new(tile, in_w, out_w, act, below)
     }
 }
 
@@ -270,68 +238,5 @@ fn layer_offset(inputs: usize, hidden: usize, l: usize) -> usize {
         0
     } else {
         hidden * inputs + hidden + (l - 1) * (hidden * hidden + hidden)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
-
-    use crate::config::{Loss, OptimizerKind};
-
-    fn shape(io: usize, hidden: usize, layers: usize, act: Activation) -> Shape {
-        Shape {
-            inputs: io,
-            hidden,
-            layers,
-            outputs: io,
-            act,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
-    }
-
-    /// gelu keeps z and a: the widest rows.
-    const GELU: Activation = Activation::Gelu;
-    const RELU: Activation = Activation::Relu;
-
-    #[test]
-    fn the_widest_model_fits_a_point_in_the_smallest_shared_memory() {
-        let per = tile_values(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, GELU));
-        assert!(LOSS_SCRATCH + per <= WEBGPU_SHARED_BYTES / 4);
-        let relu = tile_values(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, RELU));
-        assert!(relu < per, "relu keeps one row a hidden layer");
-        assert_eq!(
-            tile_points(&shape(MAX_IO, MAX_HIDDEN, MAX_LAYERS, GELU), 0),
-            (WEBGPU_SHARED_BYTES / 4 - LOSS_SCRATCH) / per
-        );
-    }
-
-    #[test]
-    fn small_models_take_the_largest_tile() {
-        assert_eq!(tile_points(&shape(1, 10, 2, RELU), 1 << 20), MAX_TILE);
-        assert!(tile_points(&shape(1, 64, 3, GELU), 48 * 1024) < MAX_TILE);
-    }
-
-    /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
-    const H200: usize = 227 * 1024;
-
-    #[test]
-    fn wide_models_take_half_a_large_shared_memory_for_tiles_of_full_blocks() {
-        let (wide, deep) = (shape(1, 128, 4, RELU), shape(1, 64, 3, RELU));
-        // 4 × 128: 23 points in 48 KiB; half of CUDA's 227 KiB where it has it.
-        assert_eq!(tile_budget(&wide, 48 * 1024), 48 * 1024);
-        assert_eq!(tile_budget(&wide, 64 * 1024), 48 * 1024);
-        assert_eq!(tile_budget(&wide, H200), H200 / 2);
-        assert_eq!(tile_points(&wide, 48 * 1024), 23);
-        assert_eq!(tile_points(&wide, H200), 55);
-        assert_eq!(resident_cubes(&wide, 55, H200), 2);
-        // 3 × 64 fills its blocks in 48 KiB: 61 points, four cubes a multiprocessor.
-        assert_eq!(tile_budget(&deep, H200), 48 * 1024);
-        assert_eq!(tile_points(&deep, H200), 61);
-        assert_eq!(resident_cubes(&deep, 61, H200), 4);
-        assert_eq!(tile_budget(&deep, 32 * 1024), 32 * 1024);
-        assert_eq!(resident_cubes(&wide, 23, 48 * 1024), 1);
     }
 }
