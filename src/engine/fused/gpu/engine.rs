@@ -18,12 +18,11 @@ use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
 use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::split::split_lanes;
-use crate::engine::fused::gpu::kernels::tile::tile_points;
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
-use crate::engine::fused::gpu::tiled_plan::{tiled_blocks, tiled_lines};
+use crate::engine::fused::gpu::tiled_plan::{tiled_blocks, tiled_lines, tiled_tile};
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -149,7 +148,7 @@ impl<R: Runtime> GpuFused<R> {
         let tile = tensor.map(|p| p.tile).or_else(|| {
             (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
                 let shared = client.properties().hardware.max_shared_memory_size;
-                tile_points(&Shape::of(cfg), shared, lined)
+                tiled_tile(&Shape::of(cfg), shared, lined)
             })
         });
         // The tiled kernel's blocks, where it runs (other kernels ignore them).

@@ -1,39 +1,83 @@
 //! How the tiled kernel ([`crate::engine::fused::gpu::kernels::tiled`])
 //! shares out its layer products: the register [`Blocks`] of its units and
-//! the units a cube, for a model, a tile of points and the compiler.
-//! `FERROFIT_TILED_BLOCKS` names another choice, for measuring it.
+//! the units a cube, for a model, a tile of points and the compiler, and
+//! whether its hidden layers load 16-byte lines. `FERROFIT_TILED_BLOCKS`
+//! names another choice (and tile), for measuring it.
 
 use crate::engine::fused::gpu::kernels::lined;
-use crate::engine::fused::gpu::kernels::tile::FULL_BLOCKS;
+use crate::engine::fused::gpu::kernels::tile::{tile_bytes, tile_points, FULL_BLOCKS, MAX_TILE};
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
 
 /// Whether the tiled kernel's hidden layers take the lined passes
 /// (`kernels::lined`, 16-byte loads): on CUDA, without bounds checks (CubeCL
-/// compiles vector views only in unchecked launches, and not to WGSL), for
+/// compiles vector views only in unchecked launches; to WGSL not at all, and
+/// its SPIR-V stores a line into a float, which lavapipe refuses), for
 /// hidden layers of a multiple of 4 units.
 pub fn tiled_lines(s: &Shape, cuda: bool, checked: bool) -> bool {
     cuda && !checked && lined::fits(s.hidden)
 }
 
+/// Points a tile of the tiled kernel holds for `s`'s model on a device with
+/// `max_shared` bytes of shared memory a cube: those `FERROFIT_TILED_BLOCKS`
+/// names where they fit, else [`tile_points`].
+pub fn tiled_tile(s: &Shape, max_shared: usize, lined: bool) -> usize {
+    match overridden().and_then(|o| o.tile) {
+        Some(t) if tile_bytes(s, t, lined) <= max_shared => t,
+        Some(t) => {
+            log::warn!(
+                "FERROFIT_TILED_BLOCKS: a tile of {t} points does not fit this device: ignored"
+            );
+            tile_points(s, max_shared, lined)
+        }
+        None => tile_points(s, max_shared, lined),
+    }
+}
+
 /// The blocks for `s`'s model with tiles of `tile` points, on CUDA or not:
 /// those `FERROFIT_TILED_BLOCKS` names where it parses, else as measured on
-/// the H200 (docs/PERFORMANCE.md, "The tiled kernel's register blocks"):
-/// - tiles of [`FULL_BLOCKS`] points or more on CUDA: 8 points × 4 units,
-///   8 × 4 weight-gradient entries, and about one forward block a unit (the
-///   forward blocks of a hidden layer rounded up to a power of two, 128 to
-///   256 units a cube) — 3 × 64 345 → 325 ms, 4 × 128 2.54 → 2.44 s;
+/// the H200 (docs/PERFORMANCE.md, "The tiled kernel's register blocks" and
+/// "Lined passes"):
+/// - lined (CUDA): a lane takes up to 8 points — as few as leave little
+///   padding (7 for a 108-point tile) — × a line of 4 units, about one
+///   forward item a unit (128 to 512 units a cube), and weight-gradient
+///   blocks of 4 units × 4 to 16 inputs, the widest that keep every unit busy;
+/// - tiles of [`FULL_BLOCKS`] points or more on CUDA, one value a load:
+///   8 points × 4 units, 8 × 4 weight-gradient entries, about one forward
+///   block a unit — 3 × 64 345 → 325 ms, 4 × 128 2.54 → 2.44 s;
 /// - elsewhere, 4 × 4 blocks and 256 units a cube (on Vulkan 8 × 4 blocks
 ///   ran 3 × 64 1.4× slower); tiles of fewer points take blocks of 2 points.
 pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
-    let b = chosen(s, tile, cuda, lined);
-    Blocks {
-        lined,
-        ..overridden().unwrap_or(b)
-    }
+    let b = overridden().map_or_else(|| chosen(s, tile, cuda, lined), |o| o.blocks);
+    Blocks { lined, ..b }
 }
 
 /// [`tiled_blocks`] without the override.
 fn chosen(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
+    if lined {
+        // Planes of 8 × 4 lanes; chunks of at most 8 × 8 points.
+        let chunks = tile.div_ceil(8 * 8);
+        let points = tile.div_ceil(8 * chunks);
+        let forward = chunks * s.hidden.div_ceil(16) * 32;
+        let cube = forward.next_power_of_two().clamp(128, 512);
+        // The widest weight-gradient blocks (4 units × 4, 8 or 16 inputs)
+        // whose plane of 8 lanes fits in the layer's inputs and that still
+        // leave no unit of the cube without one: 4 × 128 in two
+        // cubes of 256 ran 1.81 → 1.29 s with 16 inputs instead of 8, in one
+        // of 512 8 inputs took 1.19 s and 16 (half the units idle) 1.28 s.
+        let items = |k: usize| s.hidden.div_ceil(k * 8) * s.hidden.div_ceil(16) * 32;
+        let grad_k = [16, 8, 4]
+            .into_iter()
+            .find(|&k| k * 8 <= s.hidden && items(k) >= cube)
+            .unwrap_or(4);
+        return Blocks {
+            points,
+            units: 4,
+            grad_u: 4,
+            grad_k,
+            cube,
+            lined,
+        };
+    }
     if tile < FULL_BLOCKS {
         return Blocks {
             points: 2,
@@ -44,62 +88,69 @@ fn chosen(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
         return Blocks::default();
     }
     let (points, units) = (8, 4);
-    // The lined passes' forward items: planes of 8 × 4 lanes, each lane
-    // `points` points × 4 units.
-    let forward = if lined {
-        tile.div_ceil(8 * points) * s.hidden.div_ceil(16) * 32
-    } else {
-        tile.div_ceil(points) * s.hidden.div_ceil(units)
-    };
+    let forward = tile.div_ceil(points) * s.hidden.div_ceil(units);
     Blocks {
         points,
         units,
-        grad_u: if lined { 4 } else { 8 },
-        grad_k: if lined { 8 } else { 4 },
+        grad_u: 8,
+        grad_k: 4,
         cube: forward.next_power_of_two().clamp(128, 256),
         lined,
     }
 }
 
-/// The blocks `FERROFIT_TILED_BLOCKS` names, where it parses.
-fn overridden() -> Option<Blocks> {
-    let text = std::env::var("FERROFIT_TILED_BLOCKS").ok()?;
-    let b = parse(&text);
-    if b.is_none() {
-        log::warn!(
-            "FERROFIT_TILED_BLOCKS={text} is not POINTSxUNITS,GRAD_UxGRAD_K,CUBE \
-             (blocks of 1, 2, 4 or 8; 32 to 256 units a cube, a power of two): ignored"
-        );
-    }
-    b
+/// What `FERROFIT_TILED_BLOCKS` names: blocks and, optionally, the tile.
+struct Override {
+    blocks: Blocks,
+    tile: Option<usize>,
 }
 
-/// `POINTSxUNITS,GRAD_UxGRAD_K,CUBE` (e.g. `8x4,8x4,128`) as blocks.
-fn parse(text: &str) -> Option<Blocks> {
+/// The choice `FERROFIT_TILED_BLOCKS` names, where it parses.
+fn overridden() -> Option<Override> {
+    let text = std::env::var("FERROFIT_TILED_BLOCKS").ok()?;
+    let o = parse(&text);
+    if o.is_none() {
+        log::warn!(
+            "FERROFIT_TILED_BLOCKS={text} is not POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,TILE] \
+             (blocks of 1 to 8 points and 1, 2, 4 or 8 units; weight-gradient blocks of 1, 2, 4, \
+             8 or 16; 32 to 1024 units a cube, a power of two; 1 to 128 points a tile): ignored"
+        );
+    }
+    o
+}
+
+/// `POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,TILE]` (e.g. `8x4,8x4,128`).
+fn parse(text: &str) -> Option<Override> {
     let mut parts = text.split(',').map(str::trim);
-    let pair = |p: Option<&str>| -> Option<(usize, usize)> {
+    let pair = |p: Option<&str>, first: fn(usize) -> bool, second: fn(usize) -> bool| {
         let (a, b) = p?.split_once('x')?;
-        let side = |v: &str| {
-            v.parse()
-                .ok()
-                .filter(|n: &usize| matches!(n, 1 | 2 | 4 | 8))
-        };
-        Some((side(a)?, side(b)?))
+        let a = a.parse().ok().filter(|&n| first(n))?;
+        let b = b.parse().ok().filter(|&n| second(n))?;
+        Some((a, b))
     };
-    let (points, units) = pair(parts.next())?;
-    let (grad_u, grad_k) = pair(parts.next())?;
+    let units = |n: usize| matches!(n, 1 | 2 | 4 | 8);
+    let grad = |n: usize| matches!(n, 1 | 2 | 4 | 8 | 16);
+    let (points, units) = pair(parts.next(), |n| (1..=8).contains(&n), units)?;
+    let (grad_u, grad_k) = pair(parts.next(), grad, grad)?;
     let cube = parts
         .next()?
         .parse()
         .ok()
-        .filter(|c: &usize| c.is_power_of_two() && (32..=256).contains(c))?;
-    parts.next().is_none().then_some(Blocks {
-        points,
-        units,
-        grad_u,
-        grad_k,
-        cube,
-        lined: false,
+        .filter(|c: &usize| c.is_power_of_two() && (32..=1024).contains(c))?;
+    let tile = match parts.next() {
+        Some(t) => Some(t.parse().ok().filter(|t| (1..=MAX_TILE).contains(t))?),
+        None => None,
+    };
+    parts.next().is_none().then_some(Override {
+        blocks: Blocks {
+            points,
+            units,
+            grad_u,
+            grad_k,
+            cube,
+            lined: false,
+        },
+        tile,
     })
 }
 
@@ -107,7 +158,6 @@ fn parse(text: &str) -> Option<Blocks> {
 mod tests {
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
-    use crate::engine::fused::gpu::kernels::tile::tile_points;
 
     /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
     const H200: usize = 227 * 1024;
@@ -126,17 +176,26 @@ mod tests {
 
     #[test]
     fn a_named_choice_parses_and_a_bad_one_does_not() {
-        let b = parse("8x4, 4x8, 128").unwrap();
+        let o = parse("8x4, 4x8, 128").unwrap();
+        let b = o.blocks;
         assert_eq!(
-            (b.points, b.units, b.grad_u, b.grad_k, b.cube),
-            (8, 4, 4, 8, 128)
+            (b.points, b.units, b.grad_u, b.grad_k, b.cube, o.tile),
+            (8, 4, 4, 8, 128, None)
+        );
+        let o = parse("7x4,4x16,512,107").unwrap();
+        assert_eq!(
+            (o.blocks.points, o.blocks.grad_k, o.blocks.cube, o.tile),
+            (7, 16, 512, Some(107))
         );
         for bad in [
             "8x4,4x8",
             "8x3,4x4,128",
+            "9x4,4x4,128",
             "8x4,4x4,96",
-            "8x4,4x4,512",
-            "4x4,4x4,256,1",
+            "8x4,4x4,2048",
+            "4x4,4x4,256,0",
+            "4x4,4x4,256,129",
+            "4x4,4x4,256,64,1",
         ] {
             assert!(parse(bad).is_none(), "{bad}");
         }
@@ -174,7 +233,12 @@ mod tests {
         let b = tiled_blocks(&deep, tile_points(&deep, H200, true), true, true);
         assert!(b.lined);
         assert_eq!((b.points, b.grad_u, b.grad_k, b.cube), (8, 4, 8, 128));
+        // 4 × 128's 108 points: two chunks of 8 lanes × 7 points (112, not 128),
+        // a plane for each 16 units of each; gradient blocks of 4 × 8 give
+        // 512 units 512 blocks (4 × 16 would leave half of them idle).
         let b = tiled_blocks(&wide, tile_points(&wide, H200, true), true, true);
-        assert_eq!(b.cube, 256);
+        assert_eq!((b.points, b.grad_k, b.cube), (7, 8, 512));
+        // In cubes of 256 (a 53-point tile), 4 × 16.
+        assert_eq!(tiled_blocks(&wide, 53, true, true).grad_k, 16);
     }
 }

@@ -52,20 +52,16 @@ pub fn first_rows(tile: usize, inputs: usize) -> usize {
 pub const FULL_BLOCKS: usize = 32;
 
 /// Shared-memory bytes a cube of `s`'s model takes on a device with
-/// `max_shared` bytes per cube: up to [`TILE_SHARED_BYTES`]; where that holds
-/// fewer than [`FULL_BLOCKS`] points (wide deep models: 23 at 4 × 128) and
-/// half the device's is more (CUDA's opt-in 227 KiB), that half — two cubes a
-/// multiprocessor, tiles 2.4× larger (4 × 128 on the H200: 4.38 → 3.15 s per
-/// 100 steps; 3 × 64's 61-point tiles were faster than 128-point ones,
-/// docs/PERFORMANCE.md).
-pub fn tile_budget(s: &Shape, max_shared: usize, lined: bool) -> usize {
+/// `max_shared` bytes per cube (one value a load): up to
+/// [`TILE_SHARED_BYTES`]; where that holds fewer than [`FULL_BLOCKS`] points
+/// (wide deep models: 23 at 4 × 128) and half the device's is more (CUDA's
+/// opt-in 227 KiB), that half — two cubes a multiprocessor, tiles 2.4×
+/// larger (4 × 128 on the H200: 4.38 → 3.15 s per 100 steps; 3 × 64's
+/// 61-point tiles were faster than 128-point ones, docs/PERFORMANCE.md).
+pub fn tile_budget(s: &Shape, max_shared: usize) -> usize {
     let base = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES);
-    if points(s, base, lined) < FULL_BLOCKS {
+    if points(s, base, false) < FULL_BLOCKS {
         base.max((max_shared / 2).saturating_sub(DRIVER_SHARED_PER_CUBE))
-    } else if lined {
-        // A quarter of CUDA's opt-in maximum where that is more: four cubes
-        // a multiprocessor, tiles of whole point chunks (64 at 3 × 64).
-        base.max((max_shared / 4).saturating_sub(DRIVER_SHARED_PER_CUBE))
     } else {
         base
     }
@@ -78,14 +74,23 @@ fn points(s: &Shape, bytes: usize, lined: bool) -> usize {
 
 /// Points a tile holds on a device with `max_shared` bytes of shared memory
 /// per cube (at least 1: the widest model of the envelope needs 9.4 KiB for
-/// one point); lined tiles of 64 points or more hold a multiple of 64 (the
-/// points of a plane's blocks of 8, so none idles on padding).
+/// one point). Lined tiles (CUDA) take a quarter of the device's where that
+/// holds a plane's chunk of 64 points — four cubes a multiprocessor, whole
+/// chunks (64 points at 3 × 64) — else all of it, one cube a multiprocessor
+/// (108 points at 4 × 128; 107 ran 1.81 → 1.19 s against two cubes of 53,
+/// docs/PERFORMANCE.md, "Lined passes").
 pub fn tile_points(s: &Shape, max_shared: usize, lined: bool) -> usize {
-    let t = points(s, tile_budget(s, max_shared, lined), lined).clamp(1, MAX_TILE);
-    if lined && t >= LINED_CHUNK {
-        t - t % LINED_CHUNK
+    if !lined {
+        return points(s, tile_budget(s, max_shared), false).clamp(1, MAX_TILE);
+    }
+    let base = max_shared.clamp(WEBGPU_SHARED_BYTES, TILE_SHARED_BYTES);
+    let share =
+        |cubes: usize| base.max((max_shared / cubes).saturating_sub(DRIVER_SHARED_PER_CUBE));
+    let quarter = points(s, share(4), true).min(MAX_TILE);
+    if quarter >= LINED_CHUNK {
+        quarter - quarter % LINED_CHUNK
     } else {
-        t
+        points(s, share(1), true).clamp(1, MAX_TILE)
     }
 }
 
@@ -100,7 +105,7 @@ pub fn resident_cubes(s: &Shape, tile: usize, per_sm_shared: usize, lined: bool)
 }
 
 /// Shared-memory bytes of a cube with tiles of `tile` points.
-fn tile_bytes(s: &Shape, tile: usize, lined: bool) -> usize {
+pub fn tile_bytes(s: &Shape, tile: usize, lined: bool) -> usize {
     (tile * tile_values(s, lined) + LINE + LOSS_SCRATCH) * 4
 }
 
@@ -155,17 +160,17 @@ mod tests {
     fn wide_models_take_half_a_large_shared_memory_for_tiles_of_full_blocks() {
         let (wide, deep) = (shape(1, 128, 4, RELU), shape(1, 64, 3, RELU));
         // 4 × 128: 23 points in 48 KiB; half of CUDA's 227 KiB where it has it.
-        assert_eq!(tile_budget(&wide, 48 * 1024, false), 48 * 1024);
-        assert_eq!(tile_budget(&wide, 64 * 1024, false), 48 * 1024);
-        assert_eq!(tile_budget(&wide, H200, false), H200 / 2 - 1024);
+        assert_eq!(tile_budget(&wide, 48 * 1024), 48 * 1024);
+        assert_eq!(tile_budget(&wide, 64 * 1024), 48 * 1024);
+        assert_eq!(tile_budget(&wide, H200), H200 / 2 - 1024);
         assert_eq!(tile_points(&wide, 48 * 1024, false), 23);
         assert_eq!(tile_points(&wide, H200, false), 55);
         assert_eq!(resident_cubes(&wide, 55, H200, false), 2);
         // 3 × 64 fills its blocks in 48 KiB: 61 points, four cubes a multiprocessor.
-        assert_eq!(tile_budget(&deep, H200, false), 48 * 1024);
+        assert_eq!(tile_budget(&deep, H200), 48 * 1024);
         assert_eq!(tile_points(&deep, H200, false), 61);
         assert_eq!(resident_cubes(&deep, 61, H200, false), 4);
-        assert_eq!(tile_budget(&deep, 32 * 1024, false), 32 * 1024);
+        assert_eq!(tile_budget(&deep, 32 * 1024), 32 * 1024);
         assert_eq!(resident_cubes(&wide, 23, 48 * 1024, false), 1);
     }
 
@@ -175,10 +180,9 @@ mod tests {
         // 3 × 64: a quarter of 227 KiB holds 68 points, 64 of them taken.
         assert_eq!(tile_points(&deep, H200, true), 64);
         assert_eq!(resident_cubes(&deep, 64, H200, true), 4);
-        // 4 × 128: half of it, fewer than a chunk.
-        let t = tile_points(&wide, H200, true);
-        assert!((32..64).contains(&t), "{t}");
-        assert_eq!(resident_cubes(&wide, t, H200, true), 2);
+        // 4 × 128: a quarter holds fewer than a chunk; all of it, 108 points.
+        assert_eq!(tile_points(&wide, H200, true), 108);
+        assert_eq!(resident_cubes(&wide, 108, H200, true), 1);
         // Every lined row starts on 16 bytes.
         assert_eq!(hidden_stride(64, true) % LINE, 0);
         assert_eq!(first_rows(61, 1) % LINE, 0);
