@@ -1,0 +1,61 @@
+//! The tiled kernel's layer passes with 16-byte loads, for hidden layers of
+//! a multiple of [`LINE`] units on CUDA (the scalar passes are
+//! [`crate::engine::fused::gpu::kernels::layers`]).
+//!
+//! Shared memory serves a plane one 128-byte wavefront a cycle, and the
+//! scalar passes spend a wavefront on every value a lane loads: one point's
+//! value for each of a block's points, one weight for each of its units, for
+//! ≈ 2.7 multiply-adds a wavefront where the multiprocessor does four times
+//! as many multiply-adds a cycle as it reads wavefronts. Here a lane loads
+//! four values of a row at a time (a [`LINE`]), and a plane's lanes form a
+//! grid — 8 lanes of points × 4 lanes of units (forward, δ) or of inputs
+//! (weight gradients) — so the lanes of one side read the same line, and a
+//! load of 8 points' lines fills one wavefront: 12 loads for 128
+//! multiply-adds. Rows are [`line_stride`] values apart (4 × an odd number),
+//! so the 8 points of a load fall in 8 different groups of banks.
+//!
+//! Loads go through views with a vector size, which CubeCL compiles only in
+//! unchecked launches, not to WGSL, and to SPIR-V wrongly (a line stored into
+//! a float, refused by lavapipe): the engine takes this path only on CUDA
+//! without bounds checks.
+//!
+//! `products`: a hidden layer's products going forward and the output
+//! layer's dot products; `gradients`: going backward, the weight and bias
+//! gradients and the δ of the layer below.
+
+mod gradients;
+mod products;
+
+pub use gradients::backward;
+pub use products::{dense, forward};
+
+/// Values a load takes: four f32s, 16 bytes.
+pub const LINE: usize = 4;
+
+/// Lanes of a plane along the points of a block grid.
+const POINT_LANES: usize = 8;
+
+/// Lanes of a plane along its units (forward), inputs (δ) or units (weight
+/// gradients): a plane is [`POINT_LANES`] × this.
+const SIDE_LANES: usize = 4;
+
+/// Units a plane of lanes makes.
+const PLANE: usize = POINT_LANES * SIDE_LANES;
+
+/// Row stride of a lined layer `width` wide (a multiple of [`LINE`]): four
+/// times an odd number, so rows of neighbouring points start in different
+/// groups of four banks.
+pub fn line_stride(width: usize) -> usize {
+    LINE * (width.div_ceil(LINE) | 1)
+}
+
+/// Whether rows `width` wide, `stride` apart, are read a line at a time
+/// (hidden rows; the output δs' odd stride is not).
+fn lined_rows(width: usize, stride: usize) -> bool {
+    width.is_multiple_of(LINE) && stride.is_multiple_of(LINE)
+}
+
+/// Whether a model of hidden layers `hidden` wide can take the lined passes.
+pub fn fits(hidden: usize) -> bool {
+    hidden.is_multiple_of(LINE)
+}
