@@ -22,7 +22,7 @@ use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
-use crate::engine::fused::gpu::tiled_plan::{tiled_blocks, tiled_lines, tiled_tile};
+use crate::engine::fused::gpu::tiled_plan::tiled_layout;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -143,19 +143,14 @@ impl<R: Runtime> GpuFused<R> {
         let tensor = (cfg.precision != Precision::F32)
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
-        let (cuda, checked) = (nvrtc(&client), bounds_checks());
-        let lined = tiled_lines(&Shape::of(cfg), cuda, checked);
-        let tile = tensor.map(|p| p.tile).or_else(|| {
-            (m.layers > 1 || np > MAX_GPU_PARAMS).then(|| {
-                let shared = client.properties().hardware.max_shared_memory_size;
-                tiled_tile(&Shape::of(cfg), shared, lined)
-            })
+        let checked = bounds_checks();
+        // The tiled kernel's tile and blocks, where it runs (other kernels ignore the blocks).
+        let tiled = (tensor.is_none() && (m.layers > 1 || np > MAX_GPU_PARAMS)).then(|| {
+            let shared = client.properties().hardware.max_shared_memory_size;
+            tiled_layout(&Shape::of(cfg), shared, nvrtc(&client), checked)
         });
-        // The tiled kernel's blocks, where it runs (other kernels ignore them).
-        let blocks = match (tensor, tile) {
-            (None, Some(t)) => tiled_blocks(&Shape::of(cfg), t, cuda, lined),
-            _ => Blocks::default(),
-        };
+        let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
+        let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,

@@ -8,6 +8,15 @@ use crate::engine::fused::gpu::kernels::lined;
 use crate::engine::fused::gpu::kernels::tile::{tile_bytes, tile_points, FULL_BLOCKS, MAX_TILE};
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
 
+/// The tiled kernel's tile and blocks for `s`'s model on a device with
+/// `max_shared` bytes of shared memory a cube, on CUDA or not, its launches
+/// bounds-checked or not.
+pub fn tiled_layout(s: &Shape, max_shared: usize, cuda: bool, checked: bool) -> (usize, Blocks) {
+    let lined = tiled_lines(s, cuda, checked);
+    let tile = tiled_tile(s, max_shared, lined);
+    (tile, tiled_blocks(s, tile, cuda, lined))
+}
+
 /// Whether the tiled kernel's hidden layers take the lined passes
 /// (`kernels::lined`, 16-byte loads): on CUDA, without bounds checks (CubeCL
 /// compiles vector views only in unchecked launches; to WGSL not at all, and
