@@ -10,11 +10,24 @@ use crate::engine::fused::gpu::shape::{Blocks, Shape};
 
 /// The tiled kernel's tile and blocks for `s`'s model on a device with
 /// `max_shared` bytes of shared memory a cube, on CUDA or not, its launches
-/// bounds-checked or not.
+/// bounds-checked or not: those `FERROFIT_TILED_BLOCKS` names (the tile
+/// where it fits), else [`tile_points`] and [`tiled_blocks`].
 pub fn tiled_layout(s: &Shape, max_shared: usize, cuda: bool, checked: bool) -> (usize, Blocks) {
     let lined = tiled_lines(s, cuda, checked);
-    let tile = tiled_tile(s, max_shared, lined);
-    (tile, tiled_blocks(s, tile, cuda, lined))
+    // FERROFIT_TILED_BLOCKS, read (and warned about) once.
+    let named = overridden();
+    let tile = match named.as_ref().and_then(|o| o.tile) {
+        Some(t) if tile_bytes(s, t, lined) <= max_shared => t,
+        Some(t) => {
+            log::warn!(
+                "FERROFIT_TILED_BLOCKS: a tile of {t} points does not fit this device: ignored"
+            );
+            tile_points(s, max_shared, lined)
+        }
+        None => tile_points(s, max_shared, lined),
+    };
+    let b = named.map_or_else(|| tiled_blocks(s, tile, cuda, lined), |o| o.blocks);
+    (tile, Blocks { lined, ..b })
 }
 
 /// Whether the tiled kernel's hidden layers take the lined passes
@@ -26,25 +39,8 @@ pub fn tiled_lines(s: &Shape, cuda: bool, checked: bool) -> bool {
     cuda && !checked && lined::fits(s.hidden)
 }
 
-/// Points a tile of the tiled kernel holds for `s`'s model on a device with
-/// `max_shared` bytes of shared memory a cube: those `FERROFIT_TILED_BLOCKS`
-/// names where they fit, else [`tile_points`].
-pub fn tiled_tile(s: &Shape, max_shared: usize, lined: bool) -> usize {
-    match overridden().and_then(|o| o.tile) {
-        Some(t) if tile_bytes(s, t, lined) <= max_shared => t,
-        Some(t) => {
-            log::warn!(
-                "FERROFIT_TILED_BLOCKS: a tile of {t} points does not fit this device: ignored"
-            );
-            tile_points(s, max_shared, lined)
-        }
-        None => tile_points(s, max_shared, lined),
-    }
-}
-
-/// The blocks for `s`'s model with tiles of `tile` points, on CUDA or not:
-/// those `FERROFIT_TILED_BLOCKS` names where it parses, else as measured on
-/// the H200 (docs/PERFORMANCE.md, "The tiled kernel's register blocks" and
+/// The blocks for `s`'s model with tiles of `tile` points, on CUDA or not,
+/// as measured on the H200 (docs/PERFORMANCE.md, "The tiled kernel's register blocks" and
 /// "Lined passes"):
 /// - lined (CUDA): a lane takes up to 8 points — as few as leave little
 ///   padding (7 for a 108-point tile) — × a line of 4 units, about one
@@ -56,24 +52,16 @@ pub fn tiled_tile(s: &Shape, max_shared: usize, lined: bool) -> usize {
 /// - elsewhere, 4 × 4 blocks and 256 units a cube (on Vulkan 8 × 4 blocks
 ///   ran 3 × 64 1.4× slower); tiles of fewer points take blocks of 2 points.
 pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
-    let b = overridden().map_or_else(|| chosen(s, tile, cuda, lined), |o| o.blocks);
-    Blocks { lined, ..b }
-}
-
-/// [`tiled_blocks`] without the override.
-fn chosen(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
     if lined {
-        // Planes of 8 × 4 lanes; chunks of at most 8 × 8 points.
-        let chunks = tile.div_ceil(8 * 8);
-        let points = tile.div_ceil(8 * chunks);
-        let forward = chunks * s.hidden.div_ceil(16) * 32;
+        let points = lined::lane_points(tile);
+        let forward = lined::block_items(tile, points, s.hidden);
         let cube = forward.next_power_of_two().clamp(128, 512);
         // The widest weight-gradient blocks (4 units × 4, 8 or 16 inputs)
         // whose plane of 8 lanes fits in the layer's inputs and that still
         // leave no unit of the cube without one: 4 × 128 in two
         // cubes of 256 ran 1.81 → 1.29 s with 16 inputs instead of 8, in one
         // of 512 8 inputs took 1.19 s and 16 (half the units idle) 1.28 s.
-        let items = |k: usize| s.hidden.div_ceil(k * 8) * s.hidden.div_ceil(16) * 32;
+        let items = |k: usize| lined::grad_items(s.hidden, s.hidden, lined::LINE, k / lined::LINE);
         let grad_k = [16, 8, 4]
             .into_iter()
             .find(|&k| k * 8 <= s.hidden && items(k) >= cube)

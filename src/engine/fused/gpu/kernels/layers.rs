@@ -181,6 +181,35 @@ pub fn hidden_forward<F: Float>(
     }
 }
 
+/// The bias gradients of the layer `at` (its δ rows at `at.dst`), Σ over the
+/// tile of δ, into the cube's partial row from `row` (written on the cube's
+/// `first` tile, added after); a unit a bias.
+#[cube]
+pub fn bias_gradients<F: Float>(
+    buf: &SharedMemory<F>,
+    partials: &mut Array<F>,
+    row: usize,
+    first: bool,
+    at: &At,
+    #[comptime] layer: Layer,
+) {
+    let (tile, in_w, out_w, so) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.so));
+    let mut u = UNIT_POS as usize;
+    while u < out_w {
+        let mut g = F::new(0.0);
+        for t in 0..tile {
+            g += buf[at.dst + t * so + u];
+        }
+        let i = row + at.off + comptime!(out_w * in_w) + u;
+        if first {
+            partials[i] = g;
+        } else {
+            partials[i] += g;
+        }
+        u += CUBE_DIM as usize;
+    }
+}
+
 /// Backward through the layer `at` (its a at `at.src`, its δ at `at.dst`):
 /// its weight and bias gradients into the cube's partial row from `row`
 /// (written on the cube's `first` tile, added after; each unit always owns
@@ -259,21 +288,7 @@ pub fn backward<F: Float>(
         }
         m += units;
     }
-    // Bias gradients: Σ over the tile of δ.
-    let mut u = unit;
-    while u < out_w {
-        let mut g = F::new(0.0);
-        for t in 0..tile {
-            g += buf[delta + t * so + u];
-        }
-        let i = row + off + comptime!(out_w * in_w) + u;
-        if first {
-            partials[i] = g;
-        } else {
-            partials[i] += g;
-        }
-        u += units;
-    }
+    bias_gradients::<F>(buf, partials, row, first, at, layer);
     if comptime!(layer.below) {
         // The layer below's first row: its z, or its a (which `src` is).
         let zb = src - comptime!((hidden_rows(act) - 1) * tile * si);

@@ -5,7 +5,7 @@
 //! to a [`line_stride`]).
 
 use crate::engine::fused::gpu::kernels::layers::{hidden_rows, stride};
-use crate::engine::fused::gpu::kernels::lined::{line_stride, LINE};
+use crate::engine::fused::gpu::kernels::lined::{line_stride, CHUNK, LINE};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, DRIVER_SHARED_PER_CUBE};
 use crate::engine::fused::gpu::shape::Shape;
 
@@ -87,15 +87,12 @@ pub fn tile_points(s: &Shape, max_shared: usize, lined: bool) -> usize {
     let share =
         |cubes: usize| base.max((max_shared / cubes).saturating_sub(DRIVER_SHARED_PER_CUBE));
     let quarter = points(s, share(4), true).min(MAX_TILE);
-    if quarter >= LINED_CHUNK {
-        quarter - quarter % LINED_CHUNK
+    if quarter >= CHUNK {
+        quarter - quarter % CHUNK
     } else {
         points(s, share(1), true).clamp(1, MAX_TILE)
     }
 }
-
-/// Points of a plane of the lined passes with blocks of 8 points.
-const LINED_CHUNK: usize = 64;
 
 /// Cubes of the tiled kernel with tiles of `tile` points that one
 /// multiprocessor of `per_sm_shared` bytes holds by shared memory (the driver

@@ -1,8 +1,12 @@
 //! The lined passes going backward: a layer's weight and bias gradients into
 //! the cube's partial row, and the δ of the hidden layer below.
 
-use super::{lined_rows, LINE, PLANE, POINT_LANES, SIDE_LANES};
-use crate::engine::fused::gpu::kernels::layers::{clamp_to, hidden_rows, At, Layer};
+use super::{
+    block_items, grad_items, lined_rows, weight_lines, LINE, PLANE, POINT_LANES, SIDE_LANES,
+};
+use crate::engine::fused::gpu::kernels::layers::{
+    bias_gradients, clamp_to, hidden_rows, At, Layer,
+};
 use crate::engine::fused::gpu::kernels::math::act_bwd_at;
 use crate::engine::fused::gpu::shape::keeps_z;
 use cubecl::prelude::*;
@@ -38,7 +42,7 @@ pub fn backward<F: Float>(
     // apart), Σ over the tile of δ·a.
     let lines = comptime!(in_w / LINE);
     let kcs = comptime!(lines.div_ceil(POINT_LANES * gq));
-    let items = comptime!(kcs * out_w.div_ceil(SIDE_LANES * gu) * PLANE);
+    let items = comptime!(grad_items(in_w, out_w, gu, gq));
     let mut m = unit;
     while m < items {
         let lane = m % PLANE;
@@ -101,21 +105,7 @@ pub fn backward<F: Float>(
         }
         m += units;
     }
-    // Bias gradients: Σ over the tile of δ.
-    let mut u = unit;
-    while u < out_w {
-        let mut g = F::new(0.0);
-        for t in 0..tile {
-            g += buf[at.dst + t * so + u];
-        }
-        let i = row + off + comptime!(out_w * in_w) + u;
-        if first {
-            partials[i] = g;
-        } else {
-            partials[i] += g;
-        }
-        u += units;
-    }
+    bias_gradients::<F>(buf, partials, row, first, at, layer);
     if comptime!(layer.below) {
         below::<F>(params, buf, at, layer);
     }
@@ -148,7 +138,7 @@ fn below<F: Float>(
     }
     let chunk = comptime!(POINT_LANES * bt);
     let pcs = comptime!(tile.div_ceil(chunk));
-    let items = comptime!(pcs * in_w.div_ceil(SIDE_LANES * LINE) * PLANE);
+    let items = comptime!(block_items(tile, bt, in_w));
     let mut m = UNIT_POS as usize;
     while m < items {
         let lane = m % PLANE;
@@ -170,14 +160,8 @@ fn below<F: Float>(
             for q in 0..comptime!(out_w / LINE) {
                 // w[4q + i, kc .. kc + 4]
                 let mut w = Array::<F>::new(comptime!(LINE * LINE));
-                #[unroll]
-                for i in 0..LINE {
-                    let wl = pv[(at.off + (q * LINE + i) * in_w + kc) / LINE];
-                    #[unroll]
-                    for e in 0..LINE {
-                        w[i * LINE + e] = wl[e];
-                    }
-                }
+                let w0 = (at.off + q * comptime!(LINE * in_w) + kc) / LINE;
+                weight_lines::<F>(&pv, &mut w, w0, comptime!(in_w / LINE));
                 #[unroll]
                 for r in 0..bt {
                     let dl = bv[rows[r] / LINE + q];

@@ -29,6 +29,8 @@ mod products;
 pub use gradients::backward;
 pub use products::{dense, forward};
 
+use cubecl::prelude::*;
+
 /// Values a load takes: four f32s, 16 bytes.
 pub const LINE: usize = 4;
 
@@ -41,6 +43,33 @@ const SIDE_LANES: usize = 4;
 
 /// Units a plane of lanes makes.
 const PLANE: usize = POINT_LANES * SIDE_LANES;
+
+/// Most points a lane takes (`Blocks::points`).
+pub const MAX_POINTS: usize = 8;
+
+/// Points of a plane's blocks of [`MAX_POINTS`] points: the chunk lined tiles
+/// are counted in.
+pub const CHUNK: usize = POINT_LANES * MAX_POINTS;
+
+/// Points a lane takes of a tile of `tile` points: as few as cover the tile
+/// in the fewest chunks (7 for 108 points: two chunks of 56).
+pub fn lane_points(tile: usize) -> usize {
+    tile.div_ceil(POINT_LANES * tile.div_ceil(CHUNK))
+}
+
+/// Lane items of a forward or δ pass over a tile of `tile` points, `points`
+/// a lane, and `width` units (or inputs): a plane of lanes for each chunk of
+/// the tile's points and each [`SIDE_LANES`] lines of the width.
+pub fn block_items(tile: usize, points: usize, width: usize) -> usize {
+    tile.div_ceil(POINT_LANES * points) * width.div_ceil(SIDE_LANES * LINE) * PLANE
+}
+
+/// Lane items of a weight-gradient pass of `in_w` inputs and `out_w` units,
+/// blocks of `gu` units × `gq` lines of inputs: a plane for each
+/// [`POINT_LANES`] × `gq` lines and each [`SIDE_LANES`] × `gu` units.
+pub fn grad_items(in_w: usize, out_w: usize, gu: usize, gq: usize) -> usize {
+    (in_w / LINE).div_ceil(POINT_LANES * gq) * out_w.div_ceil(SIDE_LANES * gu) * PLANE
+}
 
 /// Row stride of a lined layer `width` wide (a multiple of [`LINE`]): four
 /// times an odd number, so rows of neighbouring points start in different
@@ -58,4 +87,23 @@ fn lined_rows(width: usize, stride: usize) -> bool {
 /// Whether a model of hidden layers `hidden` wide can take the lined passes.
 pub fn fits(hidden: usize) -> bool {
     hidden.is_multiple_of(LINE)
+}
+
+/// Four rows' lines of weights into `dst`: `lines[first + i · step]` for
+/// i < 4 (step: the lines of a row).
+#[cube]
+fn weight_lines<F: Float>(
+    lines: &Slice<Vector<F, Const<4>>>,
+    dst: &mut Array<F>,
+    first: usize,
+    step: usize,
+) {
+    #[unroll]
+    for i in 0..LINE {
+        let l = lines[first + i * step];
+        #[unroll]
+        for e in 0..LINE {
+            dst[i * LINE + e] = l[e];
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! The lined passes' products going forward: a hidden layer over the tile,
 //! and the output layer's dot products a point at a time.
 
-use super::{lined_rows, LINE, PLANE, POINT_LANES, SIDE_LANES};
+use super::{block_items, lined_rows, weight_lines, LINE, PLANE, POINT_LANES, SIDE_LANES};
 use crate::engine::fused::gpu::kernels::layers::{clamp_to, At, Layer};
 use crate::engine::fused::gpu::kernels::math::act_fwd;
 use crate::engine::fused::gpu::shape::keeps_z;
@@ -23,7 +23,7 @@ pub fn forward<F: Float>(
     let (si, so) = comptime!((layer.si, layer.so));
     let chunk = comptime!(POINT_LANES * bt);
     let pcs = comptime!(tile.div_ceil(chunk));
-    let items = comptime!(pcs * out_w.div_ceil(SIDE_LANES * LINE) * PLANE);
+    let items = comptime!(block_items(tile, bt, out_w));
     let pv = params
         .to_slice()
         .into_vectorized()
@@ -58,14 +58,7 @@ pub fn forward<F: Float>(
             let w0 = (off + uc * in_w) / LINE;
             for q in 0..comptime!(in_w / LINE) {
                 let mut w = Array::<F>::new(comptime!(LINE * LINE));
-                #[unroll]
-                for c in 0..LINE {
-                    let wl = pv[w0 + c * comptime!(in_w / LINE) + q];
-                    #[unroll]
-                    for j in 0..LINE {
-                        w[c * LINE + j] = wl[j];
-                    }
-                }
+                weight_lines::<F>(&pv, &mut w, w0 + q, comptime!(in_w / LINE));
                 #[unroll]
                 for r in 0..bt {
                     let al = bv[rows[r] + q];
