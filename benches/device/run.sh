@@ -14,7 +14,8 @@
 #   tests [NAME ...]      the per-backend test binaries (CPU, CUDA, Vulkan); exits non-zero on a failure
 #                         (VALIDATE=1: CubeCL reports every out-of-range index of unchecked launches)
 #   seed                  the seed job on every backend beside PyTorch and JAX
-#   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4)
+#   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4;
+#                         MODELS_BACKENDS, default cuda,vulkan; MODELS_PEERS, default jax,torch)
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
 #   startup               whole-process wall times of `train` (kernel cache cold, warm and off) and `devices`
 #   python                the Python package's pytest suite with torch (module native.so in .dev/, wheels in .whl/)
@@ -31,6 +32,7 @@
 #                         AB_ENVS (settings the current binary also runs under, e.g.
 #                         FERROFIT_BOUNDS_CHECKS=on or FERROFIT_TILED_BLOCKS=8x4,8x4,128)
 #   profile [JOB ...]     Nsight Compute on one launch: HxL the tensor-core pass (bf16, N = 1e6),
+#                         tiled@HxL the f32 tiled kernel (N = 1e6),
 #                         seed@N the seed job's persistent kernel at N points (f32, its first
 #                         step alone and the 99 after it in one launch): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
@@ -90,7 +92,8 @@ seed)
 models)
   for hl in ${*:-32x2 64x3 128x4}; do
     echo "== ${hl}"
-    bench "models_$hl" --backends cuda,vulkan --engine fused --hidden "${hl%x*}" --layers "${hl#*x}" --peers jax,torch
+    bench "models_$hl" --backends "${MODELS_BACKENDS:-cuda,vulkan}" --engine fused --hidden "${hl%x*}" \
+      --layers "${hl#*x}" --peers "${MODELS_PEERS:-jax,torch}"
   done
   ;;
 sweep)
@@ -215,6 +218,10 @@ profile)
       # then the other 99 in one launch.
       kernel='regex:fused_steps|fused_grad' skip=0 count=2
       run="train --backend cuda --engine fused --n ${job#*@} --steps 100 --log-every 100"
+    elif [ "${job%@*}" = tiled ]; then
+      hl=${job#*@}
+      kernel='regex:tiled_grad' skip=2 count=1
+      run="train --backend cuda --engine fused --precision f32 --hidden ${hl%x*} --layers ${hl#*x} --steps 4"
     else
       kernel='regex:tensor_grad|strips_grad' skip=2 count=1
       run="train --backend cuda --engine fused --precision bf16 --hidden ${job%x*} --layers ${job#*x} --steps 4"

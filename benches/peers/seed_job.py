@@ -12,9 +12,10 @@ before reading the clock, and repeated REPS times; one JSON line per variant:
 {"peer", "variant", "device", "n", "hidden", "steps", "median_s", "min_s", "max_s", "final_loss"}.
 
 Usage: seed_job.py [--n 1000000] [--hidden 10] [--layers 1] [--steps 100] [--reps 5]
-                   [--precision f32|bf16|f16] [--only torch-eager,torch-graph,torch-compile,jax-jit] [--cpu]
+                   [--precision f32|bf16|f16] [--only torch-eager,torch-graph,torch-compile,jax-jit,jax-jit-exact] [--cpu]
 """
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -123,7 +124,9 @@ def torch_variants(a, only):
         emit("torch", "cuda-graph", dev, a, times, static_loss.item())
 
 
-def jax_variant(a):
+def jax_variant(a, exact=False):
+    """JAX jit; `exact` runs its matmuls at "highest" precision (no TF32 on
+    tensor cores), the exact-f32 products ferrofit's f32 engine computes."""
     try:
         import jax
         import jax.numpy as jnp
@@ -164,20 +167,23 @@ def jax_variant(a):
         loss, g = jax.value_and_grad(loss_fn)(p)
         return jax.tree_util.tree_map(lambda w, d: w - 0.2 * d, p, g), loss
 
-    times = []
-    for r in range(a.reps + 1):
-        p = init(jax.random.PRNGKey(r))
-        p, loss = step(p)  # compile off the clock
-        jax.block_until_ready(p)
-        p = init(jax.random.PRNGKey(r))
-        t = time.perf_counter()
-        for _ in range(a.steps):
-            p, loss = step(p)
-        jax.block_until_ready(p)
-        dt = time.perf_counter() - t
-        if r > 0:
-            times.append(dt)
-    emit("jax", "jit", dev, a, times, loss)
+    # The precision is part of jit's cache key: every call runs under it.
+    precision = jax.default_matmul_precision("highest") if exact else contextlib.nullcontext()
+    with precision:
+        times = []
+        for r in range(a.reps + 1):
+            p = init(jax.random.PRNGKey(r))
+            p, loss = step(p)  # compile off the clock
+            jax.block_until_ready(p)
+            p = init(jax.random.PRNGKey(r))
+            t = time.perf_counter()
+            for _ in range(a.steps):
+                p, loss = step(p)
+            jax.block_until_ready(p)
+            dt = time.perf_counter() - t
+            if r > 0:
+                times.append(dt)
+    emit("jax", "jit-exact" if exact else "jit", dev, a, times, loss)
 
 
 def main():
@@ -188,7 +194,7 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--precision", choices=["f32", "bf16", "f16"], default="f32")
-    ap.add_argument("--only", default="torch-eager,torch-graph,torch-compile,jax-jit")
+    ap.add_argument("--only", default="torch-eager,torch-graph,torch-compile,jax-jit,jax-jit-exact")
     ap.add_argument("--cpu", action="store_true", help="force the CPU")
     a = ap.parse_args()
     only = set(a.only.split(","))
@@ -196,6 +202,8 @@ def main():
         torch_variants(a, only)
     if "jax-jit" in only:
         jax_variant(a)
+    if "jax-jit-exact" in only:
+        jax_variant(a, exact=True)
     return 0
 
 

@@ -4,7 +4,7 @@
 
 use super::stats::Summary;
 use super::{BenchRow, Skipped};
-use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
+use crate::config::{Activation, Loss, OptimizerKind, Precision, TrainConfig};
 use std::process::Command;
 
 const SCRIPT: &str = include_str!("../../benches/peers/seed_job.py");
@@ -43,6 +43,9 @@ pub fn run(peers: &[String], cfg: &TrainConfig, reps: usize) -> (Vec<BenchRow>, 
     for p in peers {
         match p.as_str() {
             "torch" => only.extend(["torch-eager", "torch-graph", "torch-compile"]),
+            // Beside JAX's default (TF32 products on tensor cores where the
+            // GPU has them), its exact-f32 products: what `--precision f32` computes.
+            "jax" if cfg.precision == Precision::F32 => only.extend(["jax-jit", "jax-jit-exact"]),
             "jax" => only.push("jax-jit"),
             _ => {}
         }
