@@ -9,10 +9,12 @@
 //! as many multiply-adds a cycle as it reads wavefronts. Here a lane loads
 //! four values of a row at a time (a [`LINE`]), and a plane's lanes form a
 //! grid — 8 lanes of points × 4 lanes of units (forward, δ) or of inputs
-//! (weight gradients) — so the lanes of one side read the same line, and a
-//! load of 8 points' lines fills one wavefront: 12 loads for 128
-//! multiply-adds. Rows are [`line_stride`] values apart (4 × an odd number),
-//! so the 8 points of a load fall in 8 different groups of banks.
+//! (weight gradients) — so the lanes of one side read the same line: 12
+//! loads for 128 multiply-adds. Rows are [`line_stride`] values apart (4 ×
+//! an odd number), so the 8 points of a load fall in 8 different groups of
+//! banks. Measured since (docs/PERFORMANCE.md, "The f32 bar"): the H200
+//! serves a 16-byte load a quarter plane at a time, ~3.8 L1 wavefronts a
+//! request, so the lines save instructions more than wavefronts.
 //!
 //! Loads go through views with a vector size, which CubeCL compiles only in
 //! unchecked launches, not to WGSL, and to SPIR-V wrongly (a line stored into
