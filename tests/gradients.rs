@@ -74,6 +74,7 @@ fn fused_cpu_gradient_matches_reference_within_1e_5() {
             &data,
             &Batch::Range(0, n),
             1.0 / count as f32,
+            None,
         );
         let e = rel_err(&grad, &ref_grad);
         assert!(e <= 1e-5, "case {i}: fused gradient off by {e:e}");
@@ -104,6 +105,7 @@ fn fused_cpu_gradient_of_an_index_batch_matches_reference() {
         &data,
         &Batch::Indices(idx.clone()),
         1.0 / idx.len() as f32,
+        None,
     );
     assert!(rel_err(&grad, &ref_grad) <= 1e-5);
 }

@@ -1,7 +1,7 @@
 //! The fused engine in half precision (f16/bf16 operands on tensor cores, f32
-//! accumulation and master weights): gradients near the float64 reference,
-//! training that reaches the f32 engine's loss, and a clear refusal where the
-//! device has no tensor cores.
+//! accumulation and master weights; on the CPU the same operands rounded in
+//! f32): gradients near the float64 reference, training that reaches the f32
+//! engine's loss, and a clear refusal where the device has no tensor cores.
 //!
 //! Tolerances (relative error of the whole gradient, as elsewhere): bf16
 //! keeps 8 bits of mantissa (2⁻⁸ ≈ 0.4 % a value), f16 11 (≈ 0.05 %); the
@@ -55,69 +55,133 @@ common::per_gpu! {
     fn half_precision_gradient_is_near_the_reference(target) {
         for precision in [Precision::Bf16, Precision::F16] {
             let test = format!("half_precision_gradient_is_near_the_reference ({precision:?})");
-            if !has_tensor_cores(target, &test, precision) {
-                continue;
-            }
-            for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
-                let cfg = TrainConfig { model: spec, loss, n, precision, ..TrainConfig::default() };
-                let p = Params::init(&spec, 40 + i as u64);
-                let data = common::random_data(n, spec.inputs, spec.outputs, 40 + i as u64);
-                let (_, reference) = reference::loss_and_grad(&p, &data, spec.activation, loss);
-                for batch in [Batch::Range(0, n), Batch::Indices((0..n as u32).rev().collect())] {
-                    let g = Trainer::new(cfg.clone(), target.clone())
-                        .engine(EngineKind::Fused)
-                        .init(p.clone())
-                        .data(data.clone())
-                        .gradient(&batch)
-                        .unwrap_or_else(|e| panic!("{precision:?} case {i}: {e}"));
-                    let g: Vec<f64> = g.into_iter().map(f64::from).collect();
-                    let e = rel_err(&g, &reference);
-                    eprintln!("{precision:?} case {i} ({n} points): gradient relative error {e:.2e}");
-                    assert!(
-                        e <= tolerance(precision),
-                        "{} {precision:?} case {i}: gradient off by {e:e}",
-                        target.label()
-                    );
-                }
+            if has_tensor_cores(target, &test, precision) {
+                gradients_near_the_reference(target, precision);
             }
         }
     }
 
     fn bf16_training_reaches_the_f32_loss(target) {
-        if !has_tensor_cores(target, "bf16_training_reaches_the_f32_loss", Precision::Bf16) {
-            return;
+        if has_tensor_cores(target, "bf16_training_reaches_the_f32_loss", Precision::Bf16) {
+            // The seed job's recipe: 1e6 points.
+            training_reaches_the_f32_loss(target, 1_000_000, "tensor-core");
         }
-        // The seed job's recipe (full batch, SGD lr 0.2, 100 steps, 1e6
-        // points) on deep models; a mean over three initial weights, since
-        // one run's final loss moves with the order of its sums.
-        let deep = |layers, task| TrainConfig {
-            model: ModelSpec { hidden: 64, layers, ..TrainConfig::default().model },
-            data: Data::Task(task),
+    }
+}
+
+#[test]
+fn cpu_half_precision_gradient_is_near_the_reference() {
+    for precision in [Precision::Bf16, Precision::F16] {
+        gradients_near_the_reference(&common::cpu(), precision);
+    }
+}
+
+#[test]
+fn cpu_bf16_training_reaches_the_f32_loss() {
+    // The seed job's recipe on fewer points (the CI machine's two cores).
+    training_reaches_the_f32_loss(&common::cpu(), 20_000, "rounded on the CPU");
+}
+
+#[test]
+fn cpu_half_precision_refuses_one_hidden_layer_and_names_the_way_out() {
+    let cfg = TrainConfig {
+        precision: Precision::Bf16,
+        ..TrainConfig::default()
+    };
+    let e = ferrofit::trainer::choose_engine(&common::cpu(), &cfg, EngineKind::Fused)
+        .expect_err("one hidden layer has no hidden-to-hidden product");
+    assert!(e.to_string().contains("--precision f32"), "{e}");
+}
+
+/// The fused engine's gradient in `precision` on `target` against float64,
+/// for every case, over a range batch and an index batch.
+fn gradients_near_the_reference(target: &Target, precision: Precision) {
+    for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
+        let cfg = TrainConfig {
+            model: spec,
+            loss,
+            n,
+            precision,
             ..TrainConfig::default()
         };
-        for cfg in [deep(4, Task::Sin), deep(3, Task::X2Noise)] {
-            let mean = |precision| {
-                let mut sum = 0.0;
-                for seed in 1..=3 {
-                    let run = Trainer::new(TrainConfig { precision, seed, ..cfg.clone() }, target.clone())
-                        .engine(EngineKind::Fused)
-                        .run()
-                        .unwrap_or_else(|e| panic!("{precision:?}: {e}"));
-                    let note = run.engine_note.clone().unwrap_or_default();
-                    assert_eq!(note.contains("tensor-core"), precision != Precision::F32, "{note}");
-                    sum += run.outcome.final_loss;
-                }
-                sum / 3.0
-            };
-            let (a, b) = (mean(Precision::F32), mean(Precision::Bf16));
-            eprintln!("{} layers on {}: mean final loss f32 {a:.6}, bf16 {b:.6}", cfg.model.layers, cfg.data);
+        let p = Params::init(&spec, 40 + i as u64);
+        let data = common::random_data(n, spec.inputs, spec.outputs, 40 + i as u64);
+        let (_, reference) = reference::loss_and_grad(&p, &data, spec.activation, loss);
+        for batch in [
+            Batch::Range(0, n),
+            Batch::Indices((0..n as u32).rev().collect()),
+        ] {
+            let g = Trainer::new(cfg.clone(), target.clone())
+                .engine(EngineKind::Fused)
+                .init(p.clone())
+                .data(data.clone())
+                .gradient(&batch)
+                .unwrap_or_else(|e| panic!("{precision:?} case {i}: {e}"));
+            let g: Vec<f64> = g.into_iter().map(f64::from).collect();
+            let e = rel_err(&g, &reference);
+            eprintln!("{precision:?} case {i} ({n} points): gradient relative error {e:.2e}");
             assert!(
-                b <= a * 1.05,
-                "{} layers on {}: bf16 loss {b} vs f32 {a}",
-                cfg.model.layers,
-                cfg.data
+                e <= tolerance(precision),
+                "{} {precision:?} case {i}: gradient off by {e:e}",
+                target.label()
             );
         }
+    }
+}
+
+/// Deep models on the seed job's recipe (full batch, SGD lr 0.2, 100 steps)
+/// with `n` points: bf16's final loss within 5 % of f32's, a mean over three
+/// initial weights (one run's final loss moves with the order of its sums);
+/// the bf16 runs' engine note says `half_note`.
+fn training_reaches_the_f32_loss(target: &Target, n: usize, half_note: &str) {
+    let deep = |layers, task| TrainConfig {
+        model: ModelSpec {
+            hidden: 64,
+            layers,
+            ..TrainConfig::default().model
+        },
+        data: Data::Task(task),
+        n,
+        ..TrainConfig::default()
+    };
+    for cfg in [deep(4, Task::Sin), deep(3, Task::X2Noise)] {
+        let mean = |precision| {
+            let mut sum = 0.0;
+            for seed in 1..=3 {
+                let run = Trainer::new(
+                    TrainConfig {
+                        precision,
+                        seed,
+                        ..cfg.clone()
+                    },
+                    target.clone(),
+                )
+                .engine(EngineKind::Fused)
+                .run()
+                .unwrap_or_else(|e| panic!("{precision:?}: {e}"));
+                let note = run.engine_note.clone().unwrap_or_default();
+                assert_eq!(
+                    note.contains(half_note),
+                    precision != Precision::F32,
+                    "{note}"
+                );
+                sum += run.outcome.final_loss;
+            }
+            sum / 3.0
+        };
+        let (a, b) = (mean(Precision::F32), mean(Precision::Bf16));
+        eprintln!(
+            "{} on {} layers on {}: mean final loss f32 {a:.6}, bf16 {b:.6}",
+            target.label(),
+            cfg.model.layers,
+            cfg.data
+        );
+        assert!(
+            b <= a * 1.05,
+            "{} layers on {}: bf16 loss {b} vs f32 {a}",
+            cfg.model.layers,
+            cfg.data
+        );
     }
 }
 

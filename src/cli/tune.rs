@@ -64,7 +64,9 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let space = Space {
         fused: choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),
         gpu: target.backend.is_gpu(),
-        tensor: {
+        // Half precision only where it is faster: tensor cores (the CPU
+        // emulates it at f32's speed).
+        tensor: target.backend.is_gpu() && {
             let half = TrainConfig {
                 precision: ferrofit::config::Precision::Bf16,
                 ..cfg.clone()

@@ -1,9 +1,11 @@
 //! What the fused engine supports, checked before a run starts.
 //!
 //! CPU and GPU: inputs 1–16, outputs 1–16, hidden width 1–128, 1–8 hidden
-//! layers, every activation and loss of `train`, f32 compute. The GPU has no
-//! gradient clipping; it takes f16/bf16 on tensor cores for the models the
-//! tensor-core kernel takes, where the device has them (its platform checks). On the GPU one hidden layer of at most 767 parameters
+//! layers, every activation and loss of `train`, f32 compute. f16/bf16: on
+//! the CPU for two or more hidden layers (operands rounded, `cpu::half`); on
+//! the GPU on tensor cores for the models the tensor-core kernel takes, where
+//! the device has them (its platform checks). The GPU has no gradient
+//! clipping. On the GPU one hidden layer of at most 767 parameters
 //! takes the per-point kernels (and the persistent one); anything larger the
 //! tiled kernel. Outside this `--engine auto` uses the general engine
 //! and records why; `--engine fused` fails with the reason.
@@ -18,14 +20,18 @@ pub const MAX_HIDDEN: usize = 128;
 /// Largest number of hidden layers.
 pub const MAX_LAYERS: usize = 8;
 
-/// Ok when the fused engine can train `cfg`, else the reason.
+/// Ok when the fused CPU engine can train `cfg`, else the reason. Half
+/// precision takes the models the GPU's tensor-core pass takes at least
+/// (two or more hidden layers: a one-layer model has no hidden-to-hidden
+/// product to give half-precision operands).
 pub fn check(cfg: &TrainConfig) -> Result<()> {
     check_sizes(cfg)?;
-    if cfg.precision != Precision::F32 {
+    if cfg.precision != Precision::F32 && cfg.model.layers < 2 {
         return Err(FerroError::OutsideEnvelope {
             reason: format!(
-                "--precision {:?} is not fused here (f32 only); use --precision f32",
-                cfg.precision
+                "--precision {} rounds the operands of the products between hidden layers, \
+                 and one hidden layer has none; use --precision f32 (or --layers 2 or more)",
+                cfg.precision.name()
             ),
         });
     }

@@ -7,6 +7,7 @@
 use crate::batches::Batch;
 use crate::config::Activation;
 use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
+use crate::engine::fused::cpu::half::hidden_to_hidden;
 use crate::model::{activation, loss, Params};
 
 /// One chunk's scratch space and running sums.
@@ -93,6 +94,10 @@ impl Workspace {
                     dst.copy_from_slice(z);
                 } else {
                     apply_activation(act, z, dst);
+                    // The input of a hidden-to-hidden product: an operand.
+                    if let Some(h) = c.half.filter(|_| hidden_to_hidden(li + 1, nl)) {
+                        h.round_all(dst);
+                    }
                 }
             }
         }
@@ -120,6 +125,13 @@ impl Workspace {
         // Backward.
         for li in (0..nl).rev() {
             let l = &p.layers[li];
+            // The δ of a hidden-to-hidden layer: an operand of its weight
+            // gradient and of the δ below.
+            if let Some(h) = c.half.filter(|_| hidden_to_hidden(li, nl)) {
+                for o in 0..l.fan_out {
+                    h.round_all(&mut self.delta[o * BLOCK..o * BLOCK + bp]);
+                }
+            }
             let input = &self.acts[li];
             let g = &mut self.grad[self.offsets[li]..];
             for o in 0..l.fan_out {

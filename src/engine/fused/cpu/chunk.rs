@@ -5,6 +5,7 @@
 
 use crate::batches::Batch;
 use crate::config::{Activation, Loss};
+use crate::engine::fused::cpu::half::Half;
 use crate::model::Params;
 use crate::task::Dataset;
 
@@ -19,6 +20,8 @@ pub(crate) struct Chunk<'a> {
     pub(crate) data: &'a Dataset,
     pub(crate) batch: &'a Batch,
     pub(crate) scale: f32,
+    /// Half-precision operands of the hidden-to-hidden products (`half`).
+    pub(crate) half: Option<Half>,
     pub(crate) first: usize,
     pub(crate) last: usize,
 }

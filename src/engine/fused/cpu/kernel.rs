@@ -11,6 +11,7 @@ use crate::batches::Batch;
 use crate::config::{Activation, Loss};
 use crate::engine::fused::cpu::block::Workspace;
 use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
+use crate::engine::fused::cpu::half::Half;
 use crate::model::{activation, loss, Params};
 use crate::task::Dataset;
 use rayon::prelude::*;
@@ -26,7 +27,10 @@ const MIN_CHUNK_POINTS: usize = 4096;
 
 /// Sum of the loss over a batch and the sum of its gradient (flattened like
 /// [`Params::flatten`]); `scale` multiplies every loss derivative (1/count
-/// normalises to a mean, a loss scale multiplies on top).
+/// normalises to a mean, a loss scale multiplies on top). With `half`, the
+/// hidden-to-hidden products take operands of that type ([`Half`]; `params`
+/// already rounded, [`Half::operands`]), and `scale` multiplies the sums at
+/// the end instead, so no δ is too small for f16.
 pub fn loss_and_grad(
     params: &Params,
     act: Activation,
@@ -34,7 +38,12 @@ pub fn loss_and_grad(
     data: &Dataset,
     batch: &Batch,
     scale: f32,
+    half: Option<Half>,
 ) -> (f64, Vec<f64>) {
+    let (step_scale, end_scale) = match half {
+        None => (scale, 1.0),
+        Some(_) => (1.0, f64::from(scale)),
+    };
     let n = batch.len();
     let blocks = n.div_ceil(BLOCK);
     let chunks = (n / MIN_CHUNK_POINTS)
@@ -42,7 +51,8 @@ pub fn loss_and_grad(
         .min(blocks.max(1));
     let blocks_per_chunk = blocks.div_ceil(chunks);
     let l = &params.layers;
-    let seed_relu_mse = l.len() == 2
+    let seed_relu_mse = half.is_none()
+        && l.len() == 2
         && l[0].fan_in == 1
         && l[1].fan_out == 1
         && act == Activation::Relu
@@ -56,7 +66,8 @@ pub fn loss_and_grad(
                 lossk,
                 data,
                 batch,
-                scale,
+                scale: step_scale,
+                half,
                 first: c * blocks_per_chunk * BLOCK,
                 last: ((c + 1) * blocks_per_chunk * BLOCK).min(n),
             };
@@ -65,7 +76,7 @@ pub fn loss_and_grad(
                 // SAFETY: AVX2 and FMA were detected; the shape was checked above.
                 return unsafe {
                     crate::engine::fused::cpu::simd::seed_relu_mse(
-                        params, data, batch, job.first, job.last, scale,
+                        params, data, batch, job.first, job.last, step_scale,
                     )
                 };
             }
@@ -85,6 +96,9 @@ pub fn loss_and_grad(
             *acc += v as f64;
         }
     }
+    if end_scale != 1.0 {
+        grad.iter_mut().for_each(|v| *v *= end_scale);
+    }
     (total, grad)
 }
 
@@ -93,7 +107,7 @@ impl Chunk<'_> {
     #[inline(always)]
     fn run(&self) -> (f64, Vec<f32>) {
         let l = &self.params.layers;
-        if l.len() == 2 && l[0].fan_in == 1 && l[1].fan_out == 1 {
+        if self.half.is_none() && l.len() == 2 && l[0].fan_in == 1 && l[1].fan_out == 1 {
             return match self.act {
                 Activation::Relu => self.run_single(|z| z.max(0.0), |z| f32::from(z > 0.0)),
                 a => self.run_single(

@@ -1,9 +1,11 @@
 //! The fused engine on the CPU: [`kernel`] for the step (any model of the
 //! envelope through [`block`]; the seed shape through explicit AVX2+FMA in
-//! [`simd`] on x86-64), [`FlatOptimizer`] for the update, all in host memory.
+//! [`simd`] on x86-64), [`FlatOptimizer`] for the update, all in host memory;
+//! f16/bf16 operands of the hidden-to-hidden products emulated by [`half`].
 
 pub mod block;
 pub mod chunk;
+pub mod half;
 pub mod kernel;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;
@@ -16,12 +18,16 @@ use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
 use crate::task::Dataset;
+use half::Half;
 
 /// Fused CPU engine state.
 pub struct CpuFused {
     cfg: TrainConfig,
     data: Dataset,
     params: Params,
+    /// Half-precision operands (`--precision f16|bf16`), and `params` with
+    /// the hidden-to-hidden weights rounded to them.
+    half: Option<(Half, Params)>,
     flat: Vec<f32>,
     grad: Vec<f64>,
     loss_sum: f64,
@@ -33,7 +39,9 @@ impl CpuFused {
     /// An engine that starts from `init` on `data`.
     pub fn new(cfg: &TrainConfig, data: Dataset, init: Params) -> Self {
         let flat = init.flatten();
+        let half = Half::of(cfg.precision).map(|h| (h, h.operands(&init)));
         CpuFused {
+            half,
             optim: FlatOptimizer::new(cfg.optimizer, cfg.weight_decay, flat.len()),
             grad: vec![0.0; flat.len()],
             cfg: cfg.clone(),
@@ -67,13 +75,18 @@ impl StepEngine for CpuFused {
     fn accumulate(&mut self, batch: &Batch, count: usize) -> Result<()> {
         let denom = (count * self.data.outputs) as f32;
         let m = &self.cfg.model;
+        let (params, half) = match &self.half {
+            Some((h, rounded)) => (rounded, Some(*h)),
+            None => (&self.params, None),
+        };
         let (l, g) = kernel::loss_and_grad(
-            &self.params,
+            params,
             m.activation,
             self.cfg.loss,
             &self.data,
             batch,
             1.0 / denom,
+            half,
         );
         self.loss_sum += l / denom as f64;
         for (a, v) in self.grad.iter_mut().zip(g) {
@@ -89,6 +102,9 @@ impl StepEngine for CpuFused {
         }
         self.optim.step(&mut self.flat, &g, lr);
         self.params = self.params.with_flat(&self.flat);
+        if let Some((h, rounded)) = &mut self.half {
+            *rounded = h.operands(&self.params);
+        }
         self.grad.iter_mut().for_each(|v| *v = 0.0);
         self.last_loss = std::mem::take(&mut self.loss_sum);
         Ok(())
@@ -108,6 +124,19 @@ impl StepEngine for CpuFused {
 
     fn loss_is_free(&self) -> bool {
         true
+    }
+
+    fn detail(&self) -> Option<String> {
+        let (h, _) = self.half.as_ref()?;
+        Some(format!(
+            "{} operands in the hidden-to-hidden products, rounded on the CPU \
+             (f32 sums, biases, first and output layers, optimizer): the numerics \
+             of the GPU's tensor-core pass, at f32's speed or below",
+            match h {
+                Half::Bf16 => "bf16",
+                Half::F16 => "f16",
+            }
+        ))
     }
 
     fn gradient(&mut self, batch: &Batch) -> Result<Vec<f32>> {
