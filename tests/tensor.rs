@@ -56,7 +56,7 @@ common::per_gpu! {
         for precision in [Precision::Bf16, Precision::F16] {
             let test = format!("half_precision_gradient_is_near_the_reference ({precision:?})");
             if has_tensor_cores(target, &test, precision) {
-                gradients_near_the_reference(target, precision);
+                gradients_near_the_reference(target, precision, &cases());
             }
         }
     }
@@ -71,8 +71,19 @@ common::per_gpu! {
 
 #[test]
 fn cpu_half_precision_gradient_is_near_the_reference() {
+    // The CPU takes every activation: silu and gelu too.
+    let m = |hidden, layers, activation| ModelSpec {
+        inputs: 2,
+        hidden,
+        layers,
+        outputs: 1,
+        activation,
+    };
+    let mut all = cases();
+    all.push((m(32, 2, Activation::Silu), Loss::Mse, 501));
+    all.push((m(20, 3, Activation::Gelu), Loss::L1, 300));
     for precision in [Precision::Bf16, Precision::F16] {
-        gradients_near_the_reference(&common::cpu(), precision);
+        gradients_near_the_reference(&common::cpu(), precision, &all);
     }
 }
 
@@ -94,9 +105,13 @@ fn cpu_half_precision_refuses_one_hidden_layer_and_names_the_way_out() {
 }
 
 /// The fused engine's gradient in `precision` on `target` against float64,
-/// for every case, over a range batch and an index batch.
-fn gradients_near_the_reference(target: &Target, precision: Precision) {
-    for (i, (spec, loss, n)) in cases().into_iter().enumerate() {
+/// for each of `cases`, over a range batch and an index batch.
+fn gradients_near_the_reference(
+    target: &Target,
+    precision: Precision,
+    cases: &[(ModelSpec, Loss, usize)],
+) {
+    for (i, &(spec, loss, n)) in cases.iter().enumerate() {
         let cfg = TrainConfig {
             model: spec,
             loss,

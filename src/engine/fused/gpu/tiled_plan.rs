@@ -13,9 +13,21 @@ use crate::engine::fused::gpu::shape::{Blocks, Shape};
 /// bounds-checked or not: those `FERROFIT_TILED_BLOCKS` names (the tile
 /// where it fits), else [`tile_points`] and [`tiled_blocks`].
 pub fn tiled_layout(s: &Shape, max_shared: usize, cuda: bool, checked: bool) -> (usize, Blocks) {
-    let lined = tiled_lines(s, cuda, checked);
     // FERROFIT_TILED_BLOCKS, read (and warned about) once.
-    let named = overridden();
+    layout(s, max_shared, cuda, checked, overridden())
+}
+
+/// [`tiled_layout`] with the choice `named` (what `FERROFIT_TILED_BLOCKS`
+/// says, or None). The lined passes take one line of 4 units a lane, so
+/// there a named `UNITS` or `GRAD_U` other than 4 is set to 4, with a warning.
+fn layout(
+    s: &Shape,
+    max_shared: usize,
+    cuda: bool,
+    checked: bool,
+    named: Option<Override>,
+) -> (usize, Blocks) {
+    let lined = tiled_lines(s, cuda, checked);
     let tile = match named.as_ref().and_then(|o| o.tile) {
         Some(t) if tile_bytes(s, t, lined) <= max_shared => t,
         Some(t) => {
@@ -26,7 +38,18 @@ pub fn tiled_layout(s: &Shape, max_shared: usize, cuda: bool, checked: bool) -> 
         }
         None => tile_points(s, max_shared, lined),
     };
-    let b = named.map_or_else(|| tiled_blocks(s, tile, cuda, lined), |o| o.blocks);
+    let mut b = named.map_or_else(|| tiled_blocks(s, tile, cuda, lined), |o| o.blocks);
+    if lined && (b.units, b.grad_u) != (lined::LINE, lined::LINE) {
+        log::warn!(
+            "FERROFIT_TILED_BLOCKS: the 16-byte passes take {0} units a lane: \
+             units {1} and weight-gradient units {2} run as {0}",
+            lined::LINE,
+            b.units,
+            b.grad_u
+        );
+        b.units = lined::LINE;
+        b.grad_u = lined::LINE;
+    }
     (tile, Blocks { lined, ..b })
 }
 
@@ -196,6 +219,37 @@ mod tests {
         ] {
             assert!(parse(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_named_choice_is_taken_where_it_fits() {
+        let wide = relu(128, 4);
+        let named = |text: &str| parse(text);
+        // One-value passes (bounds-checked): the blocks and tile as named.
+        let (tile, b) = layout(&wide, H200, true, true, named("8x4,8x4,256,40"));
+        assert_eq!(
+            (tile, b.points, b.grad_u, b.cube, b.lined),
+            (40, 8, 8, 256, false)
+        );
+        // A tile that does not fit the device: the engine's own instead.
+        let (tile, _) = layout(&wide, 48 * 1024, true, true, named("8x4,8x4,256,128"));
+        assert_eq!(tile, tile_points(&wide, 48 * 1024, false));
+        // Lined passes: 4 units a lane whatever was named.
+        let (tile, b) = layout(&wide, H200, true, false, named("7x8,8x8,512,107"));
+        assert_eq!(
+            (tile, b.points, b.units, b.grad_u, b.grad_k),
+            (107, 7, 4, 4, 8)
+        );
+        assert!(b.lined);
+        // Nothing named: the engine's choice.
+        let (tile, b) = layout(&wide, H200, true, false, None);
+        assert_eq!(
+            (tile, b),
+            (
+                tile_points(&wide, H200, true),
+                tiled_blocks(&wide, tile, true, true)
+            )
+        );
     }
 
     #[test]
