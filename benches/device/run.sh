@@ -15,7 +15,8 @@
 #                         (VALIDATE=1: CubeCL reports every out-of-range index of unchecked launches)
 #   seed                  the seed job on every backend beside PyTorch and JAX
 #   models [HxL ...]      deep/wide models on CUDA and Vulkan beside the peers (default 32x2 64x3 128x4;
-#                         MODELS_BACKENDS, default cuda,vulkan; MODELS_PEERS, default jax,torch)
+#                         MODELS_BACKENDS, default cuda,vulkan; MODELS_PEERS, default jax,torch, empty
+#                         for none; MODELS_ARGS, more bench arguments, e.g. --n 10000000)
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
 #   startup               whole-process wall times of `train` (kernel cache cold, warm and off) and `devices`
 #   python                the Python package's pytest suite with torch (module native.so in .dev/, wheels in .whl/)
@@ -92,8 +93,10 @@ seed)
 models)
   for hl in ${*:-32x2 64x3 128x4}; do
     echo "== ${hl}"
+    peers=${MODELS_PEERS-jax,torch}
+    # shellcheck disable=SC2086 # MODELS_ARGS is a list of arguments
     bench "models_$hl" --backends "${MODELS_BACKENDS:-cuda,vulkan}" --engine fused --hidden "${hl%x*}" \
-      --layers "${hl#*x}" --peers "${MODELS_PEERS:-jax,torch}"
+      --layers "${hl#*x}" ${peers:+--peers "$peers"} ${MODELS_ARGS:-}
   done
   ;;
 sweep)
