@@ -2,7 +2,6 @@
 
 mod common;
 
-use ferrofit::backend::select::Target;
 use ferrofit::backend::Backend;
 use ferrofit::batches::Batch;
 use ferrofit::config::{Activation, EngineKind, Loss, ModelSpec, TrainConfig};
@@ -10,7 +9,6 @@ use ferrofit::engine::fused::cpu::kernel as cpu_kernel;
 use ferrofit::model::reference::relative_error as rel_err;
 use ferrofit::model::{reference, Params};
 use ferrofit::task::Dataset;
-use ferrofit::trainer::Trainer;
 
 /// Models covering widths, depths, activations and losses; sizes not multiples of any tile.
 fn cases() -> Vec<(ModelSpec, Loss, usize)> {
@@ -123,7 +121,7 @@ common::per_device! {
             let data = common::random_data(n, spec.inputs, spec.outputs, 10 + i as u64);
             let (_, ref_grad) = reference::loss_and_grad(&p, &data, spec.activation, lossk);
             let g =
-                gradient(target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
+                common::gradient(target, &cfg, EngineKind::General, &p, &data, &Batch::Range(0, n));
             let g: Vec<f64> = g.into_iter().map(f64::from).collect();
             let e = rel_err(&g, &ref_grad);
             // On CUDA >= 12.8 CubeCL lets Burn's activations use reduced-precision
@@ -311,7 +309,7 @@ common::per_gpu! {
                 Batch::Range(0, n),
                 Batch::Indices((0..n as u32).rev().collect()),
             ] {
-                let g = gradient(target, &cfg, EngineKind::Fused, &p, &data, &batch);
+                let g = common::gradient(target, &cfg, EngineKind::Fused, &p, &data, &batch);
                 let g: Vec<f64> = g.into_iter().map(f64::from).collect();
                 let e = rel_err(&g, &ref_grad);
                 assert!(
@@ -322,21 +320,4 @@ common::per_gpu! {
             }
         }
     }
-}
-
-/// `engine`'s gradient on `target` at `p` over `batch` of `data`.
-fn gradient(
-    target: &Target,
-    cfg: &TrainConfig,
-    engine: EngineKind,
-    p: &Params,
-    data: &Dataset,
-    batch: &Batch,
-) -> Vec<f32> {
-    Trainer::new(cfg.clone(), target.clone())
-        .engine(engine)
-        .init(p.clone())
-        .data(data.clone())
-        .gradient(batch)
-        .unwrap_or_else(|e| panic!("{} {engine:?} gradient: {e}", target.label()))
 }

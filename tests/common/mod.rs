@@ -200,3 +200,20 @@ pub fn random_data(n: usize, inputs: usize, outputs: usize, seed: u64) -> ferrof
         outputs,
     }
 }
+
+/// `engine`'s gradient on `target` at `p` over `batch` of `data`.
+pub fn gradient(
+    target: &Target,
+    cfg: &TrainConfig,
+    engine: EngineKind,
+    p: &Params,
+    data: &Dataset,
+    batch: &ferrofit::batches::Batch,
+) -> Vec<f32> {
+    Trainer::new(cfg.clone(), target.clone())
+        .engine(engine)
+        .init(p.clone())
+        .data(data.clone())
+        .gradient(batch)
+        .unwrap_or_else(|e| panic!("{} {engine:?} gradient: {e}", target.label()))
+}

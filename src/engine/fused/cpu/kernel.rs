@@ -29,8 +29,9 @@ const MIN_CHUNK_POINTS: usize = 4096;
 /// [`Params::flatten`]); `scale` multiplies every loss derivative (1/count
 /// normalises to a mean, a loss scale multiplies on top). With `half`, the
 /// hidden-to-hidden products take operands of that type ([`Half`]; `params`
-/// already rounded, [`Half::operands`]), and `scale` multiplies the sums at
-/// the end instead, so no δ is too small for f16.
+/// already rounded, [`Half::operands`]; one hidden layer has none, so its
+/// paths need no rounding), and `scale` multiplies the sums at the end
+/// instead, so no δ is too small for f16.
 pub fn loss_and_grad(
     params: &Params,
     act: Activation,
@@ -51,8 +52,7 @@ pub fn loss_and_grad(
         .min(blocks.max(1));
     let blocks_per_chunk = blocks.div_ceil(chunks);
     let l = &params.layers;
-    let seed_relu_mse = half.is_none()
-        && l.len() == 2
+    let seed_relu_mse = l.len() == 2
         && l[0].fan_in == 1
         && l[1].fan_out == 1
         && act == Activation::Relu
@@ -107,7 +107,7 @@ impl Chunk<'_> {
     #[inline(always)]
     fn run(&self) -> (f64, Vec<f32>) {
         let l = &self.params.layers;
-        if self.half.is_none() && l.len() == 2 && l[0].fan_in == 1 && l[1].fan_out == 1 {
+        if l.len() == 2 && l[0].fan_in == 1 && l[1].fan_out == 1 {
             return match self.act {
                 Activation::Relu => self.run_single(|z| z.max(0.0), |z| f32::from(z > 0.0)),
                 a => self.run_single(

@@ -224,18 +224,17 @@ mod tests {
     #[test]
     fn a_named_choice_is_taken_where_it_fits() {
         let wide = relu(128, 4);
-        let named = |text: &str| parse(text);
         // One-value passes (bounds-checked): the blocks and tile as named.
-        let (tile, b) = layout(&wide, H200, true, true, named("8x4,8x4,256,40"));
+        let (tile, b) = layout(&wide, H200, true, true, parse("8x4,8x4,256,40"));
         assert_eq!(
             (tile, b.points, b.grad_u, b.cube, b.lined),
             (40, 8, 8, 256, false)
         );
         // A tile that does not fit the device: the engine's own instead.
-        let (tile, _) = layout(&wide, 48 * 1024, true, true, named("8x4,8x4,256,128"));
+        let (tile, _) = layout(&wide, 48 * 1024, true, true, parse("8x4,8x4,256,128"));
         assert_eq!(tile, tile_points(&wide, 48 * 1024, false));
         // Lined passes: 4 units a lane whatever was named.
-        let (tile, b) = layout(&wide, H200, true, false, named("7x8,8x8,512,107"));
+        let (tile, b) = layout(&wide, H200, true, false, parse("7x8,8x8,512,107"));
         assert_eq!(
             (tile, b.points, b.units, b.grad_u, b.grad_k),
             (107, 7, 4, 4, 8)
