@@ -18,6 +18,9 @@
 #                         MODELS_BACKENDS, default cuda,vulkan; MODELS_PEERS, default jax,torch, empty
 #                         for none; MODELS_ARGS, more bench arguments, e.g. --n 10000000)
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
+#   slope [N ...]         the seed job at 100 and 1000 steps on CUDA and Vulkan: the per-step cost
+#                         without the run's fixed costs (default 1e4 1e6)
+#   reruns [N]            every timed run of one process, each backend alone, no warm-up (default 1e8)
 #   startup               whole-process wall times of `train` (kernel cache cold, warm and off) and `devices`
 #   python                the Python package's pytest suite with torch (module native.so in .dev/, wheels in .whl/)
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
@@ -97,6 +100,30 @@ models)
     # shellcheck disable=SC2086 # MODELS_ARGS is a list of arguments
     bench "models_$hl" --backends "${MODELS_BACKENDS:-cuda,vulkan}" --engine fused --hidden "${hl%x*}" \
       --layers "${hl#*x}" ${peers:+--peers "$peers"} ${MODELS_ARGS:-}
+  done
+  ;;
+slope)
+  # The per-step cost without a run's fixed costs: the seed job at 100 and
+  # 1000 steps (one launch each); (t1000 - t100) / 900 is one step.
+  for n in ${*:-10000 1000000}; do
+    for steps in 100 1000; do
+      echo "== n = $n, $steps steps"
+      bench "slope_${n}_$steps" --backends cuda,vulkan --engine fused --n "$n" --steps "$steps"
+    done
+  done
+  ;;
+reruns)
+  # Every timed run of one process, no warm-up, each backend alone (default
+  # N = 1e8): a run after the first must take as long as the first.
+  for b in cuda vulkan; do
+    timeout 300 $B bench --warmup 0 --reps 6 --no-history --engine fused --backends "$b" \
+      --n "${1:-100000000}" --export-json "$OUT/reruns_$b.json" > /dev/null 2>>"$OUT/stderr.txt"
+    python3 - "$OUT/reruns_$b.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    runs = " ".join(f"{s * 1e3:.2f}" for s in r["samples"])
+    print(r["backend"], "runs (ms):", runs, "loss", f"{r['final_loss']:.5f}")
+PY
   done
   ;;
 sweep)

@@ -50,13 +50,17 @@ pub fn measure(
         let o = trainer.run(&quiet)?;
         first_step.get_or_insert(o.first_step_seconds);
     }
+    // The timed runs' clock covers the steps alone: the first step's own
+    // time (with its host round trip) comes from a warm-up run.
+    let mut timed = quiet.clone();
+    timed.run.untimed_first_step = plan.warmup > 0;
     let reps = plan.runs;
     let mut samples = Vec::with_capacity(reps);
     let mut losses = Vec::with_capacity(reps);
     let mut steps_taken = Vec::with_capacity(reps);
     let mut reached = true;
     for _ in 0..reps {
-        let o = trainer.run(&quiet)?;
+        let o = trainer.run(&timed)?;
         first_step.get_or_insert(o.first_step_seconds);
         samples.push(o.train_seconds);
         losses.push(o.final_loss);

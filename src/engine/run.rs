@@ -153,7 +153,7 @@ pub fn train(
         }
         e.apply(lr_at(cfg.schedule, cfg.lr, step, cfg.steps))?;
         steps_done = step + 1;
-        if step == ctl.start_step {
+        if step == ctl.start_step && !cfg.run.untimed_first_step {
             e.sync()?;
             first_step_seconds = start.elapsed().as_secs_f64();
         }

@@ -135,6 +135,7 @@ impl JobArgs {
                 max_seconds: self.max_seconds,
                 checkpoint_every: self.checkpoint_every,
                 patience: self.patience,
+                untimed_first_step: false,
             },
             kernel: KernelKnobs {
                 data_on_device: !self.host_data,

@@ -22,6 +22,12 @@ pub struct RunControl {
     /// points in a row (needs validation rows: `--csv` data).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patience: Option<usize>,
+    /// Runs the first step without waiting for the device to time it (the
+    /// outcome's first-step time is then 0). A benchmark's timed runs set it,
+    /// so their clock covers the steps without a host round trip among them;
+    /// never recorded.
+    #[serde(skip)]
+    pub untimed_first_step: bool,
 }
 
 impl Default for RunControl {
@@ -32,6 +38,7 @@ impl Default for RunControl {
             max_seconds: None,
             checkpoint_every: None,
             patience: None,
+            untimed_first_step: false,
         }
     }
 }

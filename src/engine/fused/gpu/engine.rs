@@ -12,7 +12,7 @@
 use crate::batches::Batch;
 use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
-use crate::engine::fused::gpu::buffers::Buffers;
+use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
 use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
@@ -99,12 +99,6 @@ fn whole_steps(cfg: &TrainConfig) -> bool {
     cfg.accumulate == 1 && cfg.batch_size.is_none_or(|b| b >= cfg.n)
 }
 
-/// The bytes of a slice of plain numbers (`f32`, `u32`).
-pub(crate) fn pod_bytes<T: Copy + 'static>(v: &[T]) -> &[u8] {
-    // SAFETY: only called with f32/u32, which have no padding; any byte pattern is a valid u8.
-    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
-}
-
 impl<R: Runtime> GpuFused<R> {
     /// Uploads `data` and `init` to `device`. The caller has checked the
     /// envelope; `software` says the device is a GPU API on the CPU
@@ -138,6 +132,12 @@ impl<R: Runtime> GpuFused<R> {
             Some(l) => l,
             None => split_lanes(inputs, hidden, outputs, plane, plane_min),
         };
+        // The one-unit-a-point pass reduces its rows by a reduce-scatter over planes.
+        let scatter = if plane && lanes == 1 {
+            plane_min as usize
+        } else {
+            0
+        };
         let m = &cfg.model;
         // Half precision runs on the tensor cores (the platform checked the device).
         let tensor = (cfg.precision != Precision::F32)
@@ -170,8 +170,14 @@ impl<R: Runtime> GpuFused<R> {
             pass: Pass {
                 use_idx: false,
                 plane,
+                scatter,
                 // Split passes reduce in their own way; cube sums need one value per plane.
-                scratch: scratch_len(if lanes > 1 { 1 } else { np + 1 }, plane, plane_min),
+                scratch: scratch_len(
+                    if lanes > 1 { 1 } else { np + 1 },
+                    plane,
+                    plane_min,
+                    scatter,
+                ),
                 // Wide models spill registers already: loading ahead only adds code.
                 ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,
@@ -194,6 +200,7 @@ impl<R: Runtime> GpuFused<R> {
             "fused engine set-up: runtime client {client_seconds:.3} s, buffers {upload_seconds:.3} s, persistent grid {:.3} s",
             probed.elapsed().as_secs_f64()
         );
+        super::buffers::settle(&engine.client);
         engine
     }
 

@@ -34,4 +34,5 @@ pub mod tensor;
 pub mod tensor_plan;
 pub mod tiled_plan;
 
+pub(crate) use buffers::pod_bytes;
 pub use engine::*;

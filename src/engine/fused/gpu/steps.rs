@@ -111,6 +111,7 @@ impl Persistent {
         let cubes = (engine.n.div_ceil(per_cube) as u32)
             .max(width)
             .clamp(1, max);
+        log::debug!("persistent kernel: {cubes} cubes (the probe's grid: {max})");
         Some(Persistent::fresh(engine, cubes))
     }
 

@@ -31,9 +31,12 @@ pub fn use_planes(has_plane_ops: bool, plane_min: u32) -> bool {
 }
 
 /// Shared-memory scratch that [`cube_rows`] and [`cube_sum`] need for a
-/// gradient row of `width` values: one row per plane, or the tree's rows.
-pub fn scratch_len(width: usize, plane: bool, plane_min: u32) -> usize {
-    if plane {
+/// gradient row of `width` values: one row per plane (per `scatter` lanes,
+/// padded to whole chunks of them, with the reduce-scatter), or the tree's rows.
+pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) -> usize {
+    if scatter > 0 {
+        CUBE_UNITS as usize * width.div_ceil(scatter)
+    } else if plane {
         (CUBE_UNITS / plane_min) as usize * width
     } else {
         ROWS * CUBE_UNITS as usize
@@ -41,8 +44,12 @@ pub fn scratch_len(width: usize, plane: bool, plane_min: u32) -> usize {
 }
 
 /// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
-/// With `plane`, a plane sum per value then one pass over the planes; else a
-/// shared-memory tree, [`ROWS`] values at a time. Both orders are fixed, so the
+/// With `scatter` lanes, a reduce-scatter within each group of that many
+/// lanes of a plane (lane `k` ends with the group's sum of value `k` of each
+/// chunk of `scatter` values: `scatter - 1` shuffles a chunk, where a plane
+/// sum a value takes log2(lanes) each), then one pass over the groups; with
+/// `plane`, a plane sum per value then one pass over the planes; else a
+/// shared-memory tree, [`ROWS`] values at a time. Every order is fixed, so the
 /// result is deterministic. `red` holds [`scratch_len`] values.
 #[cube]
 pub fn cube_rows<F: Float>(
@@ -52,9 +59,59 @@ pub fn cube_rows<F: Float>(
     row: &mut SharedMemory<F>,
     #[comptime] width: usize,
     #[comptime] plane: bool,
+    #[comptime] scatter: usize,
 ) {
     let unit = UNIT_POS as usize;
-    if plane {
+    if comptime!(scatter > 0) {
+        let chunks = comptime!(width.div_ceil(scatter));
+        let padded = comptime!(chunks * scatter);
+        let lane = unit % scatter;
+        let group = unit / scatter;
+        #[unroll]
+        for c in 0..chunks {
+            let mut v = Array::<F>::new(scatter);
+            #[unroll]
+            for k in 0..scatter {
+                let j = c * scatter + k;
+                if j < width {
+                    v[k] = acc[j] * scale;
+                } else {
+                    v[k] = F::new(0.0);
+                }
+            }
+            // Halve the values each level: the lane whose bit is set keeps
+            // the upper half and sends the lower.
+            if comptime!(scatter > 32) {
+                scatter_level::<F>(&mut v, lane, 32usize);
+            }
+            if comptime!(scatter > 16) {
+                scatter_level::<F>(&mut v, lane, 16usize);
+            }
+            if comptime!(scatter > 8) {
+                scatter_level::<F>(&mut v, lane, 8usize);
+            }
+            if comptime!(scatter > 4) {
+                scatter_level::<F>(&mut v, lane, 4usize);
+            }
+            if comptime!(scatter > 2) {
+                scatter_level::<F>(&mut v, lane, 2usize);
+            }
+            scatter_level::<F>(&mut v, lane, 1usize);
+            red[group * padded + c * scatter + lane] = v[0];
+        }
+        sync_cube();
+        let groups = CUBE_DIM as usize / scatter;
+        let mut j = unit;
+        while j < width {
+            let mut s = F::new(0.0);
+            for g in 0..groups {
+                s += red[g * padded + j];
+            }
+            row[j] = s;
+            j += CUBE_DIM as usize;
+        }
+        sync_cube();
+    } else if plane {
         let planes = (CUBE_DIM / PLANE_DIM) as usize;
         let pid = (UNIT_POS / PLANE_DIM) as usize;
         #[unroll]
@@ -108,6 +165,21 @@ pub fn cube_rows<F: Float>(
             }
             sync_cube();
         }
+    }
+}
+
+/// One level of [`cube_rows`]' reduce-scatter over `2·half` values in
+/// `v[0..2·half]`: after it, `v[0..half]` holds this lane's half (the upper one
+/// where bit `half` of `lane` is set) plus the partner lane's same half.
+#[cube]
+fn scatter_level<F: Float>(v: &mut Array<F>, lane: usize, #[comptime] half: usize) {
+    let upper = (lane & half) != 0;
+    #[unroll]
+    for i in 0..half {
+        let lo = v[i];
+        let hi = v[i + half];
+        let got = plane_shuffle_xor(select(upper, lo, hi), half as u32);
+        v[i] = select(upper, hi, lo) + got;
     }
 }
 
@@ -172,6 +244,14 @@ pub fn cube_gradient<F: Float>(
             acc[j] = F::new(0.0);
         }
         point_pass::<F>(points, w, &mut acc, walk, shape, pass);
-        cube_rows::<F>(&acc, walk.scale, red, row, width, plane);
+        cube_rows::<F>(
+            &acc,
+            walk.scale,
+            red,
+            row,
+            width,
+            plane,
+            comptime!(pass.scatter),
+        );
     }
 }
