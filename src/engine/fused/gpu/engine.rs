@@ -16,8 +16,8 @@ use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
 use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
-use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::split::split_lanes;
+use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead};
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
@@ -71,28 +71,6 @@ pub struct GpuFused<R: Runtime> {
     pub(super) checked: bool,
 }
 
-/// Points a unit of the one-layer kernels loads at once: [`LOAD_AHEAD`], or
-/// `FERROFIT_LOAD_AHEAD` (1–8) for measuring another (registers against
-/// loads in flight).
-fn load_ahead() -> usize {
-    std::env::var("FERROFIT_LOAD_AHEAD")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|a| (1..=8).contains(a))
-        .unwrap_or(LOAD_AHEAD)
-}
-
-/// Whether `FERROFIT_BOUNDS_CHECKS=on` asks for the gradient kernels
-/// (per-point, tiled, persistent) with CubeCL's bounds checks. They run
-/// without by default: every index they use is in range by construction
-/// (clamped, or guarded by the point count), and the checks cost a compare
-/// and a select on every load and store (and, on Vulkan, a counter on every
-/// loop). The switch is for telling a kernel bug from a device one: with it,
-/// an index past the end reads zero instead of whatever lies there.
-fn bounds_checks() -> bool {
-    std::env::var("FERROFIT_BOUNDS_CHECKS").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
-}
-
 /// True when every step of `cfg` is one micro-batch of consecutive points
 /// (full batch, no accumulation): the steps the persistent kernel runs.
 fn whole_steps(cfg: &TrainConfig) -> bool {
@@ -132,9 +110,11 @@ impl<R: Runtime> GpuFused<R> {
             Some(l) => l,
             None => split_lanes(inputs, hidden, outputs, plane, plane_min),
         };
-        // The one-unit-a-point pass reduces its rows by a reduce-scatter over planes.
+        // The one-unit-a-point pass reduces its rows by a reduce-scatter in
+        // groups of at most 32 lanes (valid in any wider plane: the shuffles
+        // stay in their group; a 64-lane group would pad a 32-value row).
         let scatter = if plane && lanes == 1 {
-            plane_min as usize
+            plane_min.min(32) as usize
         } else {
             0
         };

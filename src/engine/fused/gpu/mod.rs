@@ -18,7 +18,8 @@
 //!   and the device math they share. A new kernel is a new file there plus
 //!   its launch;
 //! - `compiler`: which shader compiler CubeCL runs them through, in words
-//!   (for `engine_note` and refusals).
+//!   (for `engine_note` and refusals); `knobs`: the environment switches for
+//!   measuring the kernels another way.
 
 pub mod buffers;
 pub mod compiler;
@@ -26,6 +27,7 @@ mod engine;
 // CubeCL's derives and `#[cube]` generate public items without docs.
 #[allow(missing_docs)]
 pub mod kernels;
+mod knobs;
 pub mod launch;
 pub mod memo;
 pub mod shape;

@@ -62,7 +62,7 @@ pub struct Pass {
     pub plane: bool,
     /// Lanes of the reduce-scatter that sums a unit's gradient row over each
     /// plane ([`crate::engine::fused::gpu::kernels::ops::cube_rows`]): the
-    /// smallest plane of the device; 0 for one plane sum per value.
+    /// smallest plane of the device, at most 32; 0 for one plane sum per value.
     pub scatter: usize,
     /// Shared-memory scratch of the reductions, in values.
     pub scratch: usize,

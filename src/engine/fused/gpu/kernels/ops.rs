@@ -44,8 +44,8 @@ pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) ->
 }
 
 /// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
-/// With `scatter` lanes, a reduce-scatter within each group of that many
-/// lanes of a plane (lane `k` ends with the group's sum of value `k` of each
+/// With `scatter` lanes (a power of two, at most 32), a reduce-scatter
+/// within each group of that many lanes of a plane (lane `k` ends with the group's sum of value `k` of each
 /// chunk of `scatter` values: `scatter - 1` shuffles a chunk, where a plane
 /// sum a value takes log2(lanes) each), then one pass over the groups; with
 /// `plane`, a plane sum per value then one pass over the planes; else a
@@ -81,9 +81,6 @@ pub fn cube_rows<F: Float>(
             }
             // Halve the values each level: the lane whose bit is set keeps
             // the upper half and sends the lower.
-            if comptime!(scatter > 32) {
-                scatter_level::<F>(&mut v, lane, 32usize);
-            }
             if comptime!(scatter > 16) {
                 scatter_level::<F>(&mut v, lane, 16usize);
             }

@@ -1,0 +1,28 @@
+//! The environment switches for measuring the fused GPU kernels another
+//! way: `FERROFIT_LOAD_AHEAD` (points a unit loads at once) and
+//! `FERROFIT_BOUNDS_CHECKS` (CubeCL's bounds checks on the gradient
+//! kernels). Read once, when an engine is built.
+
+use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
+
+/// Points a unit of the one-layer kernels loads at once: [`LOAD_AHEAD`], or
+/// `FERROFIT_LOAD_AHEAD` (1–8) for measuring another (registers against
+/// loads in flight).
+pub(super) fn load_ahead() -> usize {
+    std::env::var("FERROFIT_LOAD_AHEAD")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|a| (1..=8).contains(a))
+        .unwrap_or(LOAD_AHEAD)
+}
+
+/// Whether `FERROFIT_BOUNDS_CHECKS=on` asks for the gradient kernels
+/// (per-point, tiled, persistent) with CubeCL's bounds checks. They run
+/// without by default: every index they use is in range by construction
+/// (clamped, or guarded by the point count), and the checks cost a compare
+/// and a select on every load and store (and, on Vulkan, a counter on every
+/// loop). The switch is for telling a kernel bug from a device one: with it,
+/// an index past the end reads zero instead of whatever lies there.
+pub(super) fn bounds_checks() -> bool {
+    std::env::var("FERROFIT_BOUNDS_CHECKS").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
+}
