@@ -44,13 +44,14 @@ pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) ->
 }
 
 /// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
-/// With `scatter` lanes (a power of two, at most 32), a reduce-scatter
-/// within each group of that many lanes of a plane (lane `k` ends with the group's sum of value `k` of each
-/// chunk of `scatter` values: `scatter - 1` shuffles a chunk, where a plane
-/// sum a value takes log2(lanes) each), then one pass over the groups; with
-/// `plane`, a plane sum per value then one pass over the planes; else a
-/// shared-memory tree, [`ROWS`] values at a time. Every order is fixed, so the
-/// result is deterministic. `red` holds [`scratch_len`] values.
+/// With `scatter` lanes (a power of two, at most 32): a reduce-scatter within
+/// each group of that many lanes of a plane — for each chunk of `scatter`
+/// values, lane `k` ends with the group's sum of value `k` after
+/// `scatter - 1` shuffles, where a plane sum takes log2(lanes) a value —
+/// then one pass over the groups. With `plane`: a plane sum per value, then
+/// one pass over the planes. Else a shared-memory tree, [`ROWS`] values at a
+/// time. Every order is fixed, so the result is deterministic. `red` holds
+/// [`scratch_len`] values.
 #[cube]
 pub fn cube_rows<F: Float>(
     acc: &Array<F>,
