@@ -43,15 +43,7 @@ fn wait_for_checkpoint(dir: &Path) {
 /// checkpoint is written.
 fn long_run(out: &Path) -> std::process::Child {
     let child = bin()
-        .args([
-            "train",
-            "--backend",
-            "cpu",
-            "--n",
-            "100000",
-            "--steps",
-            "100000",
-        ])
+        .args("train --backend cpu --n 100000 --steps 100000".split(' '))
         .args(["--checkpoint-every", "20", "--out", out.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -151,9 +143,8 @@ fn moments(seed: u64, k: usize, max_ms: u64) -> Vec<u64> {
 #[test]
 fn kill_9_at_twenty_random_moments_resumes_to_the_uninterrupted_loss() {
     let dir = common::fresh_dir("runs-kill");
-    // (backend, tolerance): the waits before the kills are scaled to the
-    // uninterrupted run's measured time below, so a faster machine or driver
-    // cannot let a resumed run reach the end before its kill.
+    // (backend, tolerance); the waits before the kills are scaled to the
+    // uninterrupted run's time, so no resumed run can reach the end first.
     let mut backends = vec![("cpu", 0.0)];
     if std::env::var("FERROFIT_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
         backends.push(("wgpu", 1e-4));
@@ -163,19 +154,11 @@ fn kill_9_at_twenty_random_moments_resumes_to_the_uninterrupted_loss() {
         .unwrap()
         .as_nanos() as u64;
     for (backend, tol) in backends {
-        let job = [
-            "--backend",
-            backend,
-            "--n",
-            "100000",
-            "--steps",
-            "20000",
-            "--optimizer",
-            "adam",
-        ];
+        let job = format!("--backend {backend} --n 100000 --steps 20000 --optimizer adam");
+        let job: Vec<&str> = job.split(' ').collect();
         let whole = dir.join(format!("{backend}-whole"));
         let mut args = vec!["train", "--json", "--out", whole.to_str().unwrap()];
-        args.extend(job);
+        args.extend(&job);
         let started = Instant::now();
         let (code, stdout, stderr) = ferrofit(&args);
         let whole_ms = started.elapsed().as_millis() as u64;
@@ -187,7 +170,11 @@ fn kill_9_at_twenty_random_moments_resumes_to_the_uninterrupted_loss() {
         let max_ms = (whole_ms / 25).max(20);
         let cut = dir.join(format!("{backend}-cut"));
         let c = cut.to_str().unwrap();
-        let first = [&["train", "--checkpoint-every", "50", "--out", c][..], &job].concat();
+        let first = [
+            &["train", "--checkpoint-every", "50", "--out", c][..],
+            &job[..],
+        ]
+        .concat();
         let resume = ["train", "--resume", c];
         let at = moments(seed, 20, max_ms);
         eprintln!("{backend}: whole run {whole_ms} ms; seed {seed}, kills after {at:?} ms");

@@ -285,3 +285,40 @@ fn reduced_precision_with_master_weights_trains() {
         assert!(last < 0.5 * first, "{precision:?}: {first} -> {last}");
     }
 }
+
+common::per_device! {
+    fn a_kept_engine_reruns_the_first_run(target) {
+        // Adam (state that must be reset), full batch (the persistent kernel
+        // on a GPU) and mini-batches (two launches a step).
+        for batch_size in [None, Some(1000)] {
+            let cfg = TrainConfig {
+                batch_size,
+                ..small(OptimizerKind::Adam, 0.02)
+            };
+            let fresh = ferrofit::trainer::Trainer::new(cfg.clone(), target.clone())
+                .engine(EngineKind::Fused)
+                .run()
+                .unwrap()
+                .outcome;
+            let mut reruns =
+                ferrofit::trainer::reruns::Reruns::new(&cfg, target.clone(), EngineKind::Fused)
+                    .unwrap();
+            // Exact on the CPU; a GPU's reductions may add in another order.
+            let tol = if target.label() == "cpu" { 0.0 } else { 1e-5 };
+            for i in 0..3 {
+                let o = reruns.run(&cfg).unwrap();
+                assert_eq!(o.curve.len(), fresh.curve.len());
+                for (a, b) in o.curve.iter().zip(&fresh.curve) {
+                    assert!(
+                        (a.loss - b.loss).abs() <= tol * b.loss,
+                        "{} batch {batch_size:?}, run {i}, step {}: {} vs a fresh engine's {}",
+                        target.label(),
+                        a.step,
+                        a.loss,
+                        b.loss
+                    );
+                }
+            }
+        }
+    }
+}

@@ -20,7 +20,8 @@
 #   sweep [N ...]         time against N on CUDA and Vulkan (default 1e4 … 1e8)
 #   slope [N ...]         the seed job at 100 and 1000 steps on CUDA and Vulkan: the per-step cost
 #                         without the run's fixed costs (default 1e4 1e6)
-#   reruns [N]            every timed run of one process, each backend alone, no warm-up (default 1e8)
+#   reruns [N]            every timed run of one process, each backend alone, no warm-up (default 1e8);
+#                         a baseline build in .dev/ (ferrofit_base) runs first
 #   startup               whole-process wall times of `train` (kernel cache cold, warm and off) and `devices`
 #   python                the Python package's pytest suite with torch (module native.so in .dev/, wheels in .whl/)
 #   scaling               one GPU against all of them (data parallelism), N = 1e6 and 1e8, and a deep model
@@ -114,16 +115,26 @@ slope)
   ;;
 reruns)
   # Every timed run of one process, no warm-up, each backend alone (default
-  # N = 1e8): a run after the first must take as long as the first.
-  for b in cuda vulkan; do
-    timeout 300 $B bench --warmup 0 --reps 6 --no-history --engine fused --backends "$b" \
-      --n "${1:-100000000}" --export-json "$OUT/reruns_$b.json" > /dev/null 2>>"$OUT/stderr.txt"
-    python3 - "$OUT/reruns_$b.json" <<'PY'
+  # N = 1e8): a run after the first must take as long as the first. With a
+  # baseline build in .dev/ (ferrofit_base), its runs come first.
+  bins=current
+  if [ -f /tmp/bundle/ferrofit_base ] || [ -f .dev/ferrofit_base.gz ]; then
+    unpack ferrofit_base /tmp/ferrofit_base
+    bins="base current"
+  fi
+  for v in $bins; do
+    bin=$B
+    [ "$v" = base ] && bin=/tmp/ferrofit_base
+    for b in cuda vulkan; do
+      timeout 300 $bin bench --warmup 0 --reps 6 --no-history --engine fused --backends "$b" \
+        --n "${1:-100000000}" --export-json "$OUT/reruns_${v}_$b.json" > /dev/null 2>>"$OUT/stderr.txt"
+      python3 - "$OUT/reruns_${v}_$b.json" "$v" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
     runs = " ".join(f"{s * 1e3:.2f}" for s in r["samples"])
-    print(r["backend"], "runs (ms):", runs, "loss", f"{r['final_loss']:.5f}")
+    print(sys.argv[2], r["backend"], "runs (ms):", runs, "loss", f"{r['final_loss']:.5f}")
 PY
+    done
   done
   ;;
 sweep)

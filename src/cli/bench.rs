@@ -14,6 +14,7 @@ use ferrofit::bench::{peers, set_relative, Skipped};
 use ferrofit::config::{EngineKind, TrainConfig};
 use ferrofit::engine::run::TrainOutcome;
 use ferrofit::model::Params;
+use ferrofit::trainer::reruns::Reruns;
 use ferrofit::trainer::{choose_engine, Trainer};
 use std::path::PathBuf;
 
@@ -276,11 +277,10 @@ fn bench_row(
             "general"
         }
     );
+    // Every run of the row on one engine: the data is uploaded once.
+    let mut reruns = Reruns::new(cfg, t.clone(), engine)?;
     let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, plan, |c| {
-        Trainer::new(c.clone(), t.clone())
-            .engine(engine)
-            .run()
-            .map(|r| r.outcome)
+        reruns.run(c)
     })?;
     row.note = note;
     Ok(row)

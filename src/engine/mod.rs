@@ -61,6 +61,10 @@ pub trait FlatEngine: StepEngine {
     fn take_gradient(&mut self) -> Result<Vec<f32>>;
     /// Applies a gradient (flat, loss last) summed over every replica.
     fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()>;
+    /// Starts over from `init`: those weights, a zero optimizer state and
+    /// nothing accumulated, on the data already on the device (a benchmark's
+    /// runs after the first allocate and upload nothing).
+    fn restart(&mut self, init: &Params) -> Result<()>;
 }
 
 /// [`StepEngine::gradient`] of a flat engine: accumulate, then take the carry.

@@ -14,6 +14,7 @@
 pub mod parallel;
 pub mod phases;
 pub mod probe;
+pub mod reruns;
 
 use crate::backend::guard::guarded;
 use crate::backend::platform::platform;

@@ -168,4 +168,15 @@ impl FlatEngine for CpuFused {
         self.loss_sum = g[np] as f64;
         self.apply(lr)
     }
+
+    fn restart(&mut self, init: &Params) -> Result<()> {
+        let empty = Dataset {
+            x: Vec::new(),
+            y: Vec::new(),
+            ..self.data
+        };
+        let data = std::mem::replace(&mut self.data, empty);
+        *self = CpuFused::new(&self.cfg, data, init.clone());
+        Ok(())
+    }
 }
