@@ -168,35 +168,28 @@ fn malformed_csv_and_predict_inputs_get_file_line_column_and_fix() {
     assert!(stderr.contains("model.safetensors"), "{stderr}");
 }
 
-/// A job larger than the device takes (lavapipe's largest storage binding
-/// holds 2^25 points) gets an error naming the largest N that fits.
+/// A job larger than the device takes (lavapipe binds at most 128 MiB of a
+/// buffer: 2^25 points) is refused before any upload, the largest N that
+/// fits named; no failed step, no probe.
 #[test]
 fn a_job_too_large_for_the_device_names_the_largest_size_that_fits() {
-    if std::env::var("FERROFIT_REQUIRE_WGPU").map_or(true, |v| v != "1") {
-        eprintln!("skipping: needs the lavapipe device (FERROFIT_REQUIRE_WGPU=1)");
+    let name = "robust::a_job_too_large_for_the_device_names_the_largest_size_that_fits";
+    let Some(t) = common::device(common::Kind::Wgpu, name) else {
         return;
-    }
-    let (code, _, stderr) = ferrofit(&[
-        "train",
-        "--backend",
-        "wgpu",
-        "--n",
-        "40000000",
-        "--steps",
-        "1",
-    ]);
-    if code == 0 {
-        eprintln!("this wgpu device holds 4e7 points; nothing to check");
+    };
+    let Some(max) = t.info.binding_bytes.filter(|&b| b < 160_000_000) else {
+        common::skip(name, "this wgpu device binds 4e7 points' data (160 MB)");
         return;
-    }
-    assert_eq!(code, 1, "{stderr}");
+    };
+    let (code, _, stderr) = ferrofit(&["train", "--backend", "wgpu", "--n", "40000000"]);
+    assert_eq!(code, 2, "{stderr}");
     let n: usize = stderr
-        .split("The largest N that fits on ")
+        .split("use --n ")
         .nth(1)
-        .and_then(|s| s.split(" is ").nth(1))
-        .and_then(|s| s.split(':').next())
+        .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no largest N in: {stderr}"));
-    assert!((1 << 16..40_000_000).contains(&n), "{stderr}");
+    assert_eq!(n as u64, max / 4, "{stderr}");
     assert!(stderr.contains(&format!("--n {n} or less")), "{stderr}");
+    assert!(!stderr.contains("probing"), "{stderr}");
 }

@@ -44,6 +44,11 @@ pub struct DeviceInfo {
     /// Number formats and execution features: `f16`, `bf16`, `subgroups 32`, ...
     #[serde(default)]
     pub features: Vec<String>,
+    /// The largest buffer one kernel binding may span, where the API limits
+    /// it below the memory (wgpu: `max_storage_buffer_binding_size`, 128 MiB
+    /// on lavapipe and on some integrated GPUs).
+    #[serde(default)]
+    pub binding_bytes: Option<u64>,
 }
 
 /// Everything found, plus notes on what could not be probed.
@@ -126,6 +131,7 @@ fn cpu_info() -> DeviceInfo {
         memory_bytes: mem,
         memory_note: "system memory".into(),
         features: cpu_features(&cpuinfo),
+        binding_bytes: None,
     }
 }
 
@@ -182,6 +188,7 @@ fn cuda_devices(inv: &mut Inventory) {
             memory_bytes: unsafe { device::total_mem(dev) }.ok().map(|m| m as u64),
             memory_note: "device memory".into(),
             features,
+            binding_bytes: None,
         });
     }
 }
@@ -249,6 +256,7 @@ fn wgpu_devices(inv: &mut Inventory) {
                 "largest buffer the adapter accepts (wgpu reports no total)".into()
             },
             features: wgpu_features(&a),
+            binding_bytes: Some(a.limits().max_storage_buffer_binding_size),
         });
         *index += 1;
     }

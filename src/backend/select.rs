@@ -161,6 +161,7 @@ mod tests {
             memory_bytes: None,
             memory_note: String::new(),
             features: vec![],
+            binding_bytes: None,
         }
     }
 

@@ -38,6 +38,15 @@ pub fn run(a: DevicesArgs) -> anyhow::Result<()> {
         if !d.features.is_empty() {
             println!("{:<14}features: {}", "", d.features.join(", "));
         }
+        if let Some(b) = d.binding_bytes {
+            // The fused engine's data is one buffer a column: this caps its N.
+            let points = b / 4;
+            println!(
+                "{:<14}largest buffer a kernel binds: {} MiB ({points} points of one input)",
+                "",
+                b >> 20
+            );
+        }
     }
     for n in &inv.notes {
         println!("note: {n}");

@@ -103,8 +103,9 @@ impl Platform for Wgpu {
         ))
     }
 
-    fn fits(&self, _: &Target, cfg: &TrainConfig) -> Result<()> {
+    fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()> {
         envelope::check_gpu(cfg)?;
+        envelope::check_bindings(cfg, &t.info.name, t.info.binding_bytes)?;
         if cfg.precision != Precision::F32 {
             // CubeCL's WGSL compiler (DX12, Metal, a build without SPIR-V) has
             // no cooperative matrices; its SPIR-V compiler has them, but on

@@ -63,6 +63,35 @@ fn check_sizes(cfg: &TrainConfig) -> Result<()> {
     Ok(())
 }
 
+/// Ok when each of the job's data buffers (inputs and targets, f32) fits in
+/// one kernel binding of a device that limits it to `binding_bytes`
+/// (lavapipe and some integrated GPUs: 128 MiB, 33.5 million values), else
+/// the error naming the largest `--n` that fits. Without it the first step
+/// failed deep in the runtime and a probe had to find the limit.
+pub fn check_bindings(cfg: &TrainConfig, device: &str, binding_bytes: Option<u64>) -> Result<()> {
+    let Some(max) = binding_bytes else {
+        return Ok(());
+    };
+    let per_point = 4 * cfg.model.inputs.max(cfg.model.outputs) as u64;
+    if (cfg.n as u64).saturating_mul(per_point) <= max {
+        return Ok(());
+    }
+    const MIB: u64 = 1 << 20;
+    let fits = max / per_point;
+    Err(FerroError::arg(
+        "n",
+        cfg.n,
+        format!(
+            "{device} lets a kernel bind at most {} MiB of one buffer, and the data of {} \
+             points take {} MiB (the fused engine keeps every point on the device): \
+             use --n {fits} or less (of a data file, at most {fits} rows), or --backend cpu",
+            max / MIB,
+            cfg.n,
+            (cfg.n as u64).saturating_mul(per_point).div_ceil(MIB),
+        ),
+    ))
+}
+
 /// Ok when the fused GPU kernels can train `cfg`, else the reason.
 /// (Half precision: the device's platform then checks for tensor cores.)
 pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
@@ -73,4 +102,28 @@ pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_past_one_binding_is_refused_with_the_n_that_fits() {
+        let mib128 = Some(128u64 << 20);
+        let at = |n| TrainConfig {
+            n,
+            ..TrainConfig::default()
+        };
+        assert!(check_bindings(&at(1 << 25), "dev", mib128).is_ok());
+        assert!(check_bindings(&at((1 << 25) + 1), "dev", None).is_ok());
+        let e = check_bindings(&at((1 << 25) + 1), "dev", mib128).unwrap_err();
+        assert_eq!(e.exit_code(), 2, "{e}");
+        assert!(e.to_string().contains("use --n 33554432 or less"), "{e}");
+        // Two inputs a point: half as many points.
+        let mut wide = at(1 << 25);
+        wide.model.inputs = 2;
+        let e = check_bindings(&wide, "dev", mib128).unwrap_err();
+        assert!(e.to_string().contains("use --n 16777216 or less"), "{e}");
+    }
 }
