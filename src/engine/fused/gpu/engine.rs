@@ -389,9 +389,7 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
         self.pending = None;
         self.sync()?;
         self.buf.params = self.client.create_from_slice(pod_bytes(&init.flatten()));
-        self.buf.carry = self
-            .client
-            .create_from_slice(pod_bytes(&vec![0f32; self.np + 1]));
+        self.zero_carry();
         self.buf.loss_out = self.client.create_from_slice(pod_bytes(&[f32::NAN, 0.0]));
         self.template = init.clone();
         self.load_optimizer_state(&OptState::default())?;
