@@ -63,7 +63,7 @@ pub trait FlatEngine: StepEngine {
     fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()>;
     /// Starts over from `init`: those weights, a zero optimizer state and
     /// nothing accumulated, on the data already on the device (a benchmark's
-    /// runs after the first allocate and upload nothing).
+    /// runs after the first upload only state of the weights' size).
     fn restart(&mut self, init: &Params) -> Result<()>;
 }
 
