@@ -5,7 +5,6 @@ mod common;
 
 use ferrofit::backend::devices::Inventory;
 use ferrofit::bench::export::{csv, markdown, BenchRecord};
-use ferrofit::bench::export::{picture_rows, picture_title};
 use ferrofit::bench::history::{compare_lines, History};
 use ferrofit::bench::stats::Summary;
 use ferrofit::bench::{set_relative, BenchRow};
@@ -78,7 +77,7 @@ fn markdown_and_csv_are_exact() {
 fn plot_escapes_hostile_names() {
     let mut rec = record();
     rec.rows[0].name = "<script>alert(1)</script>".into();
-    let s = plot::svg(&picture_title(&rec), &picture_rows(&rec));
+    let s = plot::svg(&plot::bench_title(&rec), &plot::bench_rows(&rec));
     assert!(!s.contains("<script>") && s.contains("&lt;script&gt;"));
     assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
 }
@@ -95,9 +94,9 @@ fn plot_draws_loss_curves_and_a_png() {
             seconds: 1e-3 * (i + 1) as f64,
         })
         .collect();
-    let s = plot::svg(&picture_title(&rec), &picture_rows(&rec));
+    let s = plot::svg(&plot::bench_title(&rec), &plot::bench_rows(&rec));
     assert_eq!(s.matches("<polyline").count(), 1, "{s}");
-    let png = plot::png(&picture_title(&rec), &picture_rows(&rec)).unwrap();
+    let png = plot::png(&plot::bench_title(&rec), &plot::bench_rows(&rec)).unwrap();
     assert_eq!(&png[1..4], b"PNG");
     // Width and height from the IHDR chunk match the SVG's.
     let w = u32::from_be_bytes(png[16..20].try_into().unwrap());
@@ -105,12 +104,7 @@ fn plot_draws_loss_curves_and_a_png() {
     let dir = std::env::temp_dir().join(format!("ferrofit-plot-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.png");
-    ferrofit::bench::export::Exports {
-        plot: Some(path.clone()),
-        ..Default::default()
-    }
-    .write(&rec)
-    .unwrap();
+    plot::write_bench(&path, &rec).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), png);
 }
 

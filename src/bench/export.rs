@@ -4,7 +4,6 @@
 use super::stats::fmt_time;
 use super::{BenchRow, Skipped};
 use crate::backend::devices::Inventory;
-use crate::chart::picture;
 use crate::config::TrainConfig;
 use crate::error::Result;
 use crate::io::write_atomic;
@@ -63,8 +62,6 @@ pub struct Exports {
     pub csv: Option<PathBuf>,
     /// `--export-markdown FILE`.
     pub markdown: Option<PathBuf>,
-    /// `--plot FILE` (.svg or .png).
-    pub plot: Option<PathBuf>,
 }
 
 impl Exports {
@@ -84,42 +81,8 @@ impl Exports {
         if let Some(p) = &self.markdown {
             write_atomic(p, markdown(rec).as_bytes())?;
         }
-        if let Some(p) = &self.plot {
-            let rows = picture_rows(rec);
-            write_atomic(p, &picture::render_for(p, &picture_title(rec), &rows)?)?;
-        }
         Ok(())
     }
-}
-
-/// The `--plot` picture's title: the job and what the bars measure.
-pub fn picture_title(rec: &BenchRecord) -> String {
-    let c = &rec.config;
-    format!(
-        "{} n={} hidden={} — {} (log scale), median and min…max",
-        c.data,
-        c.n,
-        c.model.hidden,
-        match c.run.target_loss {
-            Some(t) => format!("time to loss ≤ {t}"),
-            None => format!("time per {} steps", c.steps),
-        }
-    )
-}
-
-/// The `--plot` picture's bars, one per row.
-pub fn picture_rows(rec: &BenchRecord) -> Vec<picture::Row<'_>> {
-    rec.rows
-        .iter()
-        .map(|r| picture::Row {
-            name: &r.name,
-            backend: &r.backend,
-            median: r.summary.median,
-            min: r.summary.min,
-            max: r.summary.max,
-            curve: &r.curve,
-        })
-        .collect()
 }
 
 /// The cells of one row, shared by every text format.

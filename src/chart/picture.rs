@@ -6,8 +6,10 @@
 
 use super::axis::{Axis, Unit};
 use super::{escape, row_color, PALETTE};
+use crate::bench::export::BenchRecord;
 use crate::engine::run::LossPoint;
 use crate::error::{FerroError, Result};
+use crate::io::write_atomic;
 use std::path::Path;
 
 const LABEL_W: f64 = 360.0;
@@ -171,4 +173,43 @@ pub fn render_for(path: &Path, title: &str, rows: &[Row]) -> Result<Vec<u8>> {
         Some(e) if e.eq_ignore_ascii_case("png") => png(title, rows),
         _ => Ok(svg(title, rows).into_bytes()),
     }
+}
+
+/// Writes `--plot FILE` for a bench (SVG, or PNG by the file's extension),
+/// atomically.
+pub fn write_bench(path: &Path, rec: &BenchRecord) -> Result<()> {
+    write_atomic(
+        path,
+        &render_for(path, &bench_title(rec), &bench_rows(rec))?,
+    )
+}
+
+/// The `--plot` picture's title: the job and what the bars measure.
+pub fn bench_title(rec: &BenchRecord) -> String {
+    let c = &rec.config;
+    format!(
+        "{} n={} hidden={} — {} (log scale), median and min…max",
+        c.data,
+        c.n,
+        c.model.hidden,
+        match c.run.target_loss {
+            Some(t) => format!("time to loss ≤ {t}"),
+            None => format!("time per {} steps", c.steps),
+        }
+    )
+}
+
+/// The `--plot` picture's bars, one per row.
+pub fn bench_rows(rec: &BenchRecord) -> Vec<Row<'_>> {
+    rec.rows
+        .iter()
+        .map(|r| Row {
+            name: &r.name,
+            backend: &r.backend,
+            median: r.summary.median,
+            min: r.summary.min,
+            max: r.summary.max,
+            curve: &r.curve,
+        })
+        .collect()
 }

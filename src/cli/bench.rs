@@ -144,7 +144,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         json: a.export_json.clone(),
         csv: a.export_csv.clone(),
         markdown: a.export_markdown.clone(),
-        plot: a.plot.clone().filter(|p| p.as_os_str() != "-"),
+    };
+    let plot = a.plot.clone().filter(|p| p.as_os_str() != "-");
+    // Every file asked for, rewritten after each row: a stopped bench keeps what it measured.
+    let save = |rec: &BenchRecord| -> ferrofit::Result<()> {
+        exports.write(rec)?;
+        plot.as_ref()
+            .map_or(Ok(()), |p| ferrofit::chart::picture::write_bench(p, rec))
     };
     // Open the history first, so a bad --db fails before minutes of measuring.
     let mut history = match (a.no_history, &a.compare) {
@@ -170,7 +176,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
                 }),
             }
             set_relative(&mut rec.rows, &baseline);
-            exports.write(&rec)?;
+            save(&rec)?;
         }
         if !a.devices.is_empty() {
             let row = select::replicas(&inv, t.backend.into(), &a.devices)
@@ -184,7 +190,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
                 }),
             }
             set_relative(&mut rec.rows, &baseline);
-            exports.write(&rec)?;
+            save(&rec)?;
         }
     }
     if !a.peers.is_empty() {
@@ -193,7 +199,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<()> {
         rec.rows.extend(rows);
         rec.skipped.extend(skipped);
         set_relative(&mut rec.rows, &baseline);
-        exports.write(&rec)?;
+        save(&rec)?;
     }
     print!("{}", markdown(&rec));
     for r in &rec.rows {
