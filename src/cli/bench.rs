@@ -15,7 +15,7 @@ use ferrofit::config::{EngineKind, TrainConfig};
 use ferrofit::engine::run::TrainOutcome;
 use ferrofit::model::Params;
 use ferrofit::trainer::reruns::Reruns;
-use ferrofit::trainer::{choose_engine, Trainer};
+use ferrofit::trainer::Trainer;
 use std::path::PathBuf;
 
 /// Which engines to bench.
@@ -274,17 +274,17 @@ fn bench_row(
     want: EngineKind,
     plan: Plan,
 ) -> ferrofit::Result<ferrofit::bench::BenchRow> {
-    let (engine, note) = choose_engine(t, cfg, want)?;
+    // Every run of the row on one engine: the data is uploaded once.
+    let mut reruns = Reruns::new(cfg, t.clone(), want)?;
     let name = format!(
         "ferrofit {}",
-        if engine == EngineKind::Fused {
+        if reruns.kind() == EngineKind::Fused {
             "fused"
         } else {
             "general"
         }
     );
-    // Every run of the row on one engine: the data is uploaded once.
-    let mut reruns = Reruns::new(cfg, t.clone(), engine)?;
+    let note = reruns.note().map(str::to_string);
     let mut row = timed_row(&name, &t.label(), &t.info.name, cfg, plan, |c| {
         reruns.run(c)
     })?;

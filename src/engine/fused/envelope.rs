@@ -73,7 +73,8 @@ pub fn check_bindings(cfg: &TrainConfig, device: &str, binding_bytes: Option<u64
         return Ok(());
     };
     let per_point = 4 * cfg.model.inputs.max(cfg.model.outputs) as u64;
-    if (cfg.n as u64).saturating_mul(per_point) <= max {
+    let need = (cfg.n as u64).saturating_mul(per_point);
+    if need <= max {
         return Ok(());
     }
     const MIB: u64 = 1 << 20;
@@ -87,7 +88,7 @@ pub fn check_bindings(cfg: &TrainConfig, device: &str, binding_bytes: Option<u64
              use --n {fits} or less (of a data file, at most {fits} rows), or --backend cpu",
             max / MIB,
             cfg.n,
-            (cfg.n as u64).saturating_mul(per_point).div_ceil(MIB),
+            need.div_ceil(MIB),
         ),
     ))
 }

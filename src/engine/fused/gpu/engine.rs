@@ -387,7 +387,6 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
         // What the last run queued runs first; then all but the data is new.
         self.settle();
         self.pending = None;
-        self.sync()?;
         self.buf.params = self.client.create_from_slice(pod_bytes(&init.flatten()));
         self.zero_carry();
         self.buf.loss_out = self.client.create_from_slice(pod_bytes(&[f32::NAN, 0.0]));
