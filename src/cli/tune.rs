@@ -64,15 +64,15 @@ pub fn run(a: TuneArgs) -> anyhow::Result<()> {
     let space = Space {
         fused: choose_engine(&target, &cfg, EngineKind::Fused).is_ok(),
         gpu: target.backend.is_gpu(),
-        // Half precision only where it is faster: tensor cores (the CPU
-        // emulates it at f32's speed).
-        tensor: target.backend.is_gpu() && {
-            let half = TrainConfig {
+        // Half precision only where it is faster: tensor cores (elsewhere
+        // it is emulated at f32's speed or below).
+        tensor: ferrofit::trainer::tensor_cores(
+            &target,
+            &TrainConfig {
                 precision: ferrofit::config::Precision::Bf16,
                 ..cfg.clone()
-            };
-            choose_engine(&target, &half, EngineKind::Fused).is_ok()
-        },
+            },
+        ),
     };
     note!(
         "tune: {} n={} on {} [{}], budget {}",

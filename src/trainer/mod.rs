@@ -307,6 +307,13 @@ pub fn choose_engine(
     }
 }
 
+/// Whether the fused engine runs `cfg` (in f16 or bf16) on `target`'s
+/// tensor cores; elsewhere half precision is emulated, no faster than f32.
+pub fn tensor_cores(target: &Target, cfg: &TrainConfig) -> bool {
+    cfg.precision != crate::config::Precision::F32
+        && platform(target.backend).is_ok_and(|p| p.tensor_cores(target, cfg))
+}
+
 /// A data-parallel replica's fused engine on `target`.
 pub(crate) fn fused_replica(
     target: &Target,

@@ -2,7 +2,7 @@
 //! CubeCL's CUDA runtime (libcuda and NVRTC loaded at run time).
 
 use super::{Platform, Target};
-use crate::config::{Precision, TrainConfig};
+use crate::config::TrainConfig;
 use crate::engine::fused::envelope;
 use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::{FlatEngine, StepEngine};
@@ -50,12 +50,15 @@ impl Platform for Cuda {
         ))
     }
 
-    fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()> {
-        envelope::check_gpu(cfg)?;
-        if cfg.precision != Precision::F32 {
-            let client = <CudaRuntime as cubecl::Runtime>::client(&device(t));
-            tensor_plan(&client, cfg)?;
-        }
-        Ok(())
+    fn fits(&self, _: &Target, cfg: &TrainConfig) -> Result<()> {
+        // f16/bf16 run on the tensor cores where they take the model, else
+        // emulated on the f32 tiled kernel (`GpuFused::new` chooses, and its
+        // note says which).
+        envelope::check_gpu(cfg)
+    }
+
+    fn tensor_cores(&self, t: &Target, cfg: &TrainConfig) -> bool {
+        let client = <CudaRuntime as cubecl::Runtime>::client(&device(t));
+        tensor_plan(&client, cfg).is_ok()
     }
 }

@@ -44,6 +44,12 @@ pub trait Platform: Sync {
 
     /// Ok when the fused engine takes `cfg` on `t`, else why not.
     fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()>;
+
+    /// Whether the fused engine runs `cfg`'s f16/bf16 on `t`'s tensor cores
+    /// (elsewhere it emulates them, at f32's speed or below).
+    fn tensor_cores(&self, _t: &Target, _cfg: &TrainConfig) -> bool {
+        false
+    }
 }
 
 /// The general engine on Burn backend `B` (each platform's [`Platform::general`]).

@@ -93,10 +93,11 @@ pub fn check_bindings(cfg: &TrainConfig, device: &str, binding_bytes: Option<u64
     ))
 }
 
-/// Ok when the fused GPU kernels can train `cfg`, else the reason.
-/// (Half precision: the device's platform then checks for tensor cores.)
+/// Ok when the fused GPU kernels can train `cfg`, else the reason. (Half
+/// precision runs on tensor cores where the device and model allow, else
+/// emulated: the engine chooses.)
 pub fn check_gpu(cfg: &TrainConfig) -> Result<()> {
-    check_sizes(cfg)?;
+    check(cfg)?;
     if cfg.clip_grad.is_some() {
         return Err(FerroError::OutsideEnvelope {
             reason: "the GPU kernel has no gradient clipping; drop --clip-grad".into(),

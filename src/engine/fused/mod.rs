@@ -3,11 +3,14 @@
 //! `cpu` runs it on all cores in Rust; `gpu` runs it as CubeCL kernels on any wgpu
 //! or CUDA device: one persistent launch for many full-batch steps, or two
 //! launches per step (always two for deep or wide models: `tiled`). Both check [`envelope::check`] first.
+//! In f16/bf16 both round the hidden-to-hidden products' operands as [`half`]
+//! says where no tensor core computes them.
 
 pub mod cpu;
 pub mod envelope;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub mod gpu;
+pub mod half;
 pub mod optim;
 
 /// Limits of the GPU kernels, available in every build.

@@ -7,7 +7,7 @@
 use crate::batches::Batch;
 use crate::config::Activation;
 use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
-use crate::engine::fused::cpu::half::hidden_to_hidden;
+use crate::engine::fused::half::hidden_to_hidden;
 use crate::model::{activation, loss, Params};
 
 /// One chunk's scratch space and running sums.

@@ -5,7 +5,7 @@
 
 use crate::batches::Batch;
 use crate::config::{Activation, Loss};
-use crate::engine::fused::cpu::half::Half;
+use crate::engine::fused::half::Half;
 use crate::model::Params;
 use crate::task::Dataset;
 

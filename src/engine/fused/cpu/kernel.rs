@@ -11,7 +11,7 @@ use crate::batches::Batch;
 use crate::config::{Activation, Loss};
 use crate::engine::fused::cpu::block::Workspace;
 use crate::engine::fused::cpu::chunk::{Chunk, BLOCK};
-use crate::engine::fused::cpu::half::Half;
+use crate::engine::fused::half::Half;
 use crate::model::{activation, loss, Params};
 use crate::task::Dataset;
 use rayon::prelude::*;

@@ -1,11 +1,11 @@
 //! The fused engine on the CPU: [`kernel`] for the step (any model of the
 //! envelope through [`block`]; the seed shape through explicit AVX2+FMA in
 //! [`simd`] on x86-64), [`FlatOptimizer`] for the update, all in host memory;
-//! f16/bf16 operands of the hidden-to-hidden products emulated by [`half`].
+//! f16/bf16 operands of the hidden-to-hidden products emulated by
+//! [`crate::engine::fused::half`].
 
 pub mod block;
 pub mod chunk;
-pub mod half;
 pub mod kernel;
 #[cfg(target_arch = "x86_64")]
 pub mod simd;
@@ -13,12 +13,12 @@ pub mod simd;
 use crate::batches::Batch;
 use crate::config::TrainConfig;
 use crate::engine::checkpoint::OptState;
+use crate::engine::fused::half::Half;
 use crate::engine::fused::optim::FlatOptimizer;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::Result;
 use crate::model::Params;
 use crate::task::Dataset;
-use half::Half;
 
 /// Fused CPU engine state.
 pub struct CpuFused {

@@ -23,6 +23,7 @@ use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::fused::gpu::tiled_plan::tiled_layout;
+use crate::engine::fused::half::Half;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -73,7 +74,7 @@ pub struct GpuFused<R: Runtime> {
 
 /// True when every step of `cfg` is one micro-batch of consecutive points
 /// (full batch, no accumulation): the steps the persistent kernel runs.
-fn whole_steps(cfg: &TrainConfig) -> bool {
+pub(super) fn whole_steps(cfg: &TrainConfig) -> bool {
     cfg.accumulate == 1 && cfg.batch_size.is_none_or(|b| b >= cfg.n)
 }
 
@@ -119,15 +120,24 @@ impl<R: Runtime> GpuFused<R> {
             0
         };
         let m = &cfg.model;
-        // Half precision runs on the tensor cores (the platform checked the device).
-        let tensor = (cfg.precision != Precision::F32)
+        // Half precision on the tensor cores where CUDA's take the model, else
+        // emulated on the tiled kernel's one-value passes (on Vulkan, CubeCL's
+        // cooperative matrices gave wrong gradients: docs/PERFORMANCE.md,
+        // "SPIR-V on Vulkan").
+        let tensor = (cfg.precision != Precision::F32 && nvrtc(&client))
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
+        let half = Half::of(cfg.precision).filter(|_| tensor.is_none());
         let checked = bounds_checks();
         // The tiled kernel's tile and blocks, where it runs (other kernels ignore the blocks).
         let tiled = (tensor.is_none() && (m.layers > 1 || np > MAX_GPU_PARAMS)).then(|| {
             let shared = client.properties().hardware.max_shared_memory_size;
-            tiled_layout(&Shape::of(cfg), shared, nvrtc(&client), checked)
+            tiled_layout(
+                &Shape::of(cfg),
+                shared,
+                nvrtc(&client) && half.is_none(),
+                checked,
+            )
         });
         let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
         let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);
@@ -164,6 +174,7 @@ impl<R: Runtime> GpuFused<R> {
                 tile: tile.unwrap_or(0),
                 blocks,
                 tensor,
+                half,
             },
             software,
             memo,
@@ -220,60 +231,6 @@ impl<R: Runtime> GpuFused<R> {
             });
         }
         Ok(out[0])
-    }
-}
-
-impl<R: Runtime> GpuFused<R> {
-    /// Which kernel runs the pass, and how.
-    fn kernel_detail(&self) -> Option<String> {
-        if let Some(p) = self.pass.tensor {
-            return Some(format!(
-                "tensor-core kernel ({} operands, f32 accumulation and master weights), \
-                 {} points a tile, {} units a workgroup, products on {}, weights {}, \
-                 two launches per step",
-                self.cfg.precision.name(),
-                p.tile,
-                p.units,
-                if p.strips {
-                    "registers (mma.sync), each plane its own 16 points through every layer"
-                } else if p.regs {
-                    "registers (mma.sync)"
-                } else {
-                    "cmma fragments"
-                },
-                if p.streamed {
-                    "read from global memory"
-                } else {
-                    "in shared memory"
-                }
-            ));
-        }
-        if let Some(tile) = self.tile() {
-            let c = &self.cfg;
-            let unused = if c.kernel.lanes.is_some() || c.kernel.points_per_unit.is_some() {
-                "; --lanes and --points-per-unit tune the one-layer kernels only"
-            } else {
-                ""
-            };
-            let b = self.pass.blocks;
-            let loads = if b.lined { "16-byte" } else { "one-value" };
-            return Some(format!(
-                "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
-                 {loads} loads, {} units a workgroup, two launches per step{unused}",
-                b.points, b.units, b.grad_u, b.grad_k, b.cube
-            ));
-        }
-        let scheme = match &self.persistent {
-            Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
-            None if self.cfg.kernel.persistent && whole_steps(&self.cfg) => {
-                "two launches per step: the persistent kernel's workgroups cannot all run at once here".to_string()
-            }
-            None => "two launches per step".into(),
-        };
-        Some(match self.pass.lanes {
-            1 => scheme,
-            l => format!("{scheme}; {l} lanes share each point"),
-        })
     }
 }
 

@@ -7,6 +7,7 @@
 //! - `shape`: [`shape::Shape`] and [`shape::Pass`], the comptime values every kernel is
 //!   compiled for;
 //! - `launch`: the buffers into CubeCL's `launch` calls (two launches a step);
+//!   `note`: which kernel runs the pass and how, in words (`engine_note`);
 //! - `tensor`: the host side of the tensor-core pass (does the device run it;
 //!   its launches); `tensor_plan`: its shared-memory layout and tile, and the
 //!   cubes a multiprocessor holds; `tiled_plan`: the tiled kernel's register
@@ -30,6 +31,7 @@ pub mod kernels;
 mod knobs;
 pub mod launch;
 pub mod memo;
+mod note;
 pub mod shape;
 pub mod steps;
 pub mod tensor;

@@ -7,6 +7,7 @@
 //! specialisation, not a branch at run time.
 
 use crate::config::{Activation, Loss, OptimizerKind, TrainConfig};
+use crate::engine::fused::half::Half;
 
 /// The model a kernel trains and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -77,6 +78,9 @@ pub struct Pass {
     /// The gradient pass runs on tensor cores (`kernels::tensor`), laid out
     /// as this plan says (`tensor_plan`).
     pub tensor: Option<Plan>,
+    /// Half-precision operands emulated on the f32 tiled kernel
+    /// (`kernels::round`): f16/bf16 where no tensor-core pass runs.
+    pub half: Option<Half>,
 }
 
 /// The register blocks of the tiled kernel's layer passes (chosen in

@@ -5,11 +5,17 @@
 //! units share out in register blocks — a unit computes several points ×
 //! several units (or a block of weight-gradient entries) at a time, so every
 //! value it loads serves several multiply-adds: the pass is bound by loads,
-//! not arithmetic (docs/PERFORMANCE.md, "Deep models").
+//! not arithmetic (docs/PERFORMANCE.md, "Deep models"). In f16/bf16 without
+//! tensor cores (`Layer::half`), the hidden-to-hidden products' operands are
+//! rounded as they are read (weights) or stored (activations, δs), and the
+//! gradient rows are scaled at the end instead of the δs
+//! ([`crate::engine::fused::half`]).
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
+use crate::engine::fused::gpu::kernels::round::{add_to_row, operand, weight};
 use crate::engine::fused::gpu::shape::{keeps_z, Blocks};
+use crate::engine::fused::half::Half;
 use cubecl::prelude::*;
 
 /// Row stride in the tile buffer of a layer `width` wide: odd, against bank conflicts.
@@ -48,6 +54,12 @@ pub struct Layer {
     pub si: usize,
     /// Row stride of its output rows.
     pub so: usize,
+    /// Half-precision operands emulated: the type the outputs a caller asks
+    /// for are rounded to (None in f32).
+    pub half: Option<Half>,
+    /// Whether its weights are operands of a hidden-to-hidden product
+    /// (rounded to `half` as they are read).
+    pub round_w: bool,
 }
 
 impl Layer {
@@ -62,6 +74,8 @@ impl Layer {
             blocks: Blocks::default(),
             si: stride(in_w),
             so: stride(out_w),
+            half: None,
+            round_w: false,
         }
     }
 }
@@ -108,12 +122,14 @@ pub fn clamp_to(i: usize, #[comptime] len: usize) -> usize {
 /// A hidden layer over the tile: its rows at `at.dst` (act(z), after z where
 /// kept). Each unit takes a block of `blocks.points` points (a block count
 /// apart) × `blocks.units` output units at a time; neighbouring units take
-/// neighbouring points of the same output units.
+/// neighbouring points of the same output units. `round`: its a is an
+/// operand of the next product (with `layer.half`).
 #[cube]
 pub fn hidden_forward<F: Float>(
     params: &Array<F>,
     buf: &mut SharedMemory<F>,
     at: &At,
+    round: bool,
     #[comptime] layer: Layer,
 ) {
     let (tile, in_w, hidden, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
@@ -153,7 +169,7 @@ pub fn hidden_forward<F: Float>(
             }
             #[unroll]
             for c in 0..bu {
-                let w = params[wu[c] + k];
+                let w = weight::<F>(params, wu[c] + k, layer.half, layer.round_w);
                 #[unroll]
                 for r in 0..bt {
                     acc[r * bu + c] += av[r] * w;
@@ -168,11 +184,12 @@ pub fn hidden_forward<F: Float>(
                 if t < tile && u0 + c < hidden {
                     let z = acc[r * bu + c];
                     let i = dst + t * sh + u0 + c;
+                    let a = operand::<F>(act_fwd::<F>(z, act), round, layer.half);
                     if comptime!(keeps_z(act)) {
                         buf[i] = z;
-                        buf[i + comptime!(tile * sh)] = act_fwd::<F>(z, act);
+                        buf[i + comptime!(tile * sh)] = a;
                     } else {
-                        buf[i] = act_fwd::<F>(z, act);
+                        buf[i] = a;
                     }
                 }
             }
@@ -182,14 +199,15 @@ pub fn hidden_forward<F: Float>(
 }
 
 /// The bias gradients of the layer `at` (its δ rows at `at.dst`), Σ over the
-/// tile of δ, into the cube's partial row from `row` (written on the cube's
-/// `first` tile, added after); a unit a bias.
+/// tile of δ, into the cube's partial row from `row` ([`add_to_row`]); a
+/// unit a bias.
 #[cube]
 pub fn bias_gradients<F: Float>(
     buf: &SharedMemory<F>,
     partials: &mut Array<F>,
     row: usize,
     first: bool,
+    end: F,
     at: &At,
     #[comptime] layer: Layer,
 ) {
@@ -201,27 +219,26 @@ pub fn bias_gradients<F: Float>(
             g += buf[at.dst + t * so + u];
         }
         let i = row + at.off + comptime!(out_w * in_w) + u;
-        if first {
-            partials[i] = g;
-        } else {
-            partials[i] += g;
-        }
+        add_to_row::<F>(partials, i, g, first, end, layer.half);
         u += CUBE_DIM as usize;
     }
 }
 
 /// Backward through the layer `at` (its a at `at.src`, its δ at `at.dst`):
 /// its weight and bias gradients into the cube's partial row from `row`
-/// (written on the cube's `first` tile, added after; each unit always owns
-/// the same entries, so no other unit touches them), and, with `layer.below`,
-/// the hidden layer below's δ written over its first row (z, or a).
+/// ([`add_to_row`]: each unit always owns the same entries, so no other unit
+/// touches them), and, with `layer.below`, the hidden layer below's δ written
+/// over its first row (z, or a) — an operand when `round`.
 #[cube]
+#[allow(clippy::too_many_arguments)]
 pub fn backward<F: Float>(
     params: &Array<F>,
     buf: &mut SharedMemory<F>,
     partials: &mut Array<F>,
     row: usize,
     first: bool,
+    end: F,
+    round: bool,
     at: &At,
     #[comptime] layer: Layer,
 ) {
@@ -278,17 +295,13 @@ pub fn backward<F: Float>(
                 let k = k0 + j * kb;
                 if u0 + c < out_w && k < in_w {
                     let i = row + off + (u0 + c) * in_w + k;
-                    if first {
-                        partials[i] = g[c * gk + j];
-                    } else {
-                        partials[i] += g[c * gk + j];
-                    }
+                    add_to_row::<F>(partials, i, g[c * gk + j], first, end, layer.half);
                 }
             }
         }
         m += units;
     }
-    bias_gradients::<F>(buf, partials, row, first, at, layer);
+    bias_gradients::<F>(buf, partials, row, first, end, at, layer);
     if comptime!(layer.below) {
         // The layer below's first row: its z, or its a (which `src` is).
         let zb = src - comptime!((hidden_rows(act) - 1) * tile * si);
@@ -328,7 +341,7 @@ pub fn backward<F: Float>(
                 }
                 #[unroll]
                 for c in 0..bk {
-                    let w = params[wk[c] + u * in_w];
+                    let w = weight::<F>(params, wk[c] + u * in_w, layer.half, layer.round_w);
                     #[unroll]
                     for r in 0..bt {
                         s[r * bk + c] += dv[r] * w;
@@ -343,7 +356,8 @@ pub fn backward<F: Float>(
                     if t < tile && k0 + c < in_w {
                         let i = zb + t * si + k0 + c;
                         let z = buf[i];
-                        buf[i] = s[r * bk + c] * act_bwd_at::<F>(z, act);
+                        let d = s[r * bk + c] * act_bwd_at::<F>(z, act);
+                        buf[i] = operand::<F>(d, round, layer.half);
                     }
                 }
             }

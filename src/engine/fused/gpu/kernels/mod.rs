@@ -14,7 +14,8 @@
 //!   `rows`: what the two tensor-core passes do alike around their tiles;
 //! - `tiled` + `tile` + `layers` (one value a load) or `lined` (16-byte
 //!   loads, CUDA): several hidden layers, a tile of points at a time with
-//!   activations in shared memory;
+//!   activations in shared memory; `round`: half-precision operands
+//!   emulated on them where no tensor core takes the model;
 //! - `point` (one unit a point, one hidden layer), `ops` (a cube's gradient
 //!   row, cube reductions) and `math` (activations, losses, optimizer rules):
 //!   device functions shared by all of them.
@@ -30,6 +31,7 @@ pub mod mma_regs;
 pub mod ops;
 pub mod persistent;
 pub mod point;
+pub mod round;
 pub mod rows;
 pub mod split;
 pub mod strip;

@@ -21,6 +21,12 @@
 //! end of the micro-batch enter with zero inputs and leave a zero δ, so they
 //! add nothing. The order of every sum is fixed: deterministic.
 //!
+//! In f16/bf16 on a device or model without the tensor-core pass (`pass.half`),
+//! the hidden-to-hidden products take operands rounded to that type
+//! ([`crate::engine::fused::gpu::kernels::round`]), the δs leave the output
+//! layer unscaled and each cube's row is scaled on its last tile: the
+//! numerics of the tensor cores (and of the CPU engine) at f32's speed.
+//!
 //! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
 
 use crate::config::Activation;
@@ -35,6 +41,7 @@ use crate::engine::fused::gpu::kernels::tile::{
     first_rows, hidden_stride, tile_values, LOSS_SCRATCH,
 };
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
+use crate::engine::fused::half::Half;
 use cubecl::prelude::*;
 
 /// Forward, loss and backward over `batch` of `points` for an MLP of
@@ -59,6 +66,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let plane = comptime!(pass.plane);
     let tile = comptime!(pass.tile);
     let blocks = comptime!(pass.blocks);
+    let half = comptime!(pass.half);
     let np = comptime!(shape.params());
     let start = batch.start;
     let scale = batch.scale;
@@ -104,7 +112,49 @@ pub fn tiled_grad<F: Float + CubeElement>(
         dst: dout,
     };
     let so = comptime!(stride(outputs));
-    let out = comptime!(layer(tile, (hidden, sh), (outputs, so), act, true, blocks));
+    // Only the hidden-to-hidden layers read their weights as operands.
+    let out = comptime!(layer(
+        tile,
+        (hidden, sh),
+        (outputs, so),
+        act,
+        true,
+        blocks,
+        (half, false)
+    ));
+    let first_in = comptime!(layer(
+        tile,
+        (inputs, si),
+        (hidden, sh),
+        act,
+        false,
+        blocks,
+        (half, false)
+    ));
+    let inner_fwd = comptime!(layer(
+        tile,
+        (hidden, sh),
+        (hidden, sh),
+        act,
+        false,
+        blocks,
+        (half, true)
+    ));
+    let inner_bwd = comptime!(layer(
+        tile,
+        (hidden, sh),
+        (hidden, sh),
+        act,
+        true,
+        blocks,
+        (half, true)
+    ));
+    // δs unscaled with emulated half precision: the row is scaled at the end.
+    let d_scale = if comptime!(half.is_some()) {
+        F::new(1.0)
+    } else {
+        scale
+    };
     let rows = comptime!(TileRows {
         tile,
         inputs,
@@ -116,17 +166,22 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let mut base = CUBE_POS * tile;
     while base < n {
         let first = base == CUBE_POS * tile;
+        // The rows' factor on the cube's last tile (emulated half precision).
+        let mut end = F::new(1.0);
+        if base + CUBE_COUNT * tile >= n {
+            end = scale;
+        }
         // Inputs of the tile; points past the end read zeros.
         points.load_tile(&mut buf, &batch, base, rows);
         sync_cube();
 
         // Forward. Hidden layers past the first share one loop body (runtime
         // offsets): unrolling every layer made lavapipe's compiler take minutes.
-        let first_in = comptime!(layer(tile, (inputs, si), (hidden, sh), act, false, blocks));
+        // Hidden layer l's a is an operand when layer l + 1 is hidden too.
         if comptime!(lined) {
             lined::forward::<F>(params, &mut buf, &first_layer, first_in);
         } else {
-            hidden_forward::<F>(params, &mut buf, &first_layer, first_in);
+            hidden_forward::<F>(params, &mut buf, &first_layer, layers > 1, first_in);
         }
         sync_cube();
         for l in 1..layers {
@@ -136,11 +191,10 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: dst - pair + a_at,
                 dst,
             };
-            let inner = comptime!(layer(tile, (hidden, sh), (hidden, sh), act, false, blocks));
             if comptime!(lined) {
-                lined::forward::<F>(params, &mut buf, &at, inner);
+                lined::forward::<F>(params, &mut buf, &at, inner_fwd);
             } else {
-                hidden_forward::<F>(params, &mut buf, &at, inner);
+                hidden_forward::<F>(params, &mut buf, &at, l + 1 < layers, inner_fwd);
             }
             sync_cube();
         }
@@ -158,18 +212,29 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 let pt = points.at(start, base + t, use_idx);
                 let r = z - points.y[pt * outputs + u];
                 lsum += loss_value::<F>(r, loss);
-                d = loss_grad::<F>(r, loss) * scale;
+                d = loss_grad::<F>(r, loss) * d_scale;
             }
             buf[dout + t * so + u] = d;
             e += units;
         }
         sync_cube();
 
-        // Backward, from the output layer down.
+        // Backward, from the output layer down; hidden layer l's δ is an
+        // operand when layer l is hidden-to-hidden (l ≥ 2).
         if comptime!(lined) {
             lined::backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
         } else {
-            backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
+            backward::<F>(
+                params,
+                &mut buf,
+                partials,
+                row,
+                first,
+                end,
+                layers > 1,
+                &out_layer,
+                out,
+            );
         }
         sync_cube();
         for r in 1..layers {
@@ -180,11 +245,20 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: delta - pair + a_at,
                 dst: delta,
             };
-            let inner = comptime!(layer(tile, (hidden, sh), (hidden, sh), act, true, blocks));
             if comptime!(lined) {
-                lined::backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+                lined::backward::<F>(params, &mut buf, partials, row, first, &at, inner_bwd);
             } else {
-                backward::<F>(params, &mut buf, partials, row, first, &at, inner);
+                backward::<F>(
+                    params,
+                    &mut buf,
+                    partials,
+                    row,
+                    first,
+                    end,
+                    l > 1,
+                    &at,
+                    inner_bwd,
+                );
             }
             sync_cube();
         }
@@ -194,6 +268,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
             partials,
             row,
             first,
+            end,
+            false,
             &first_layer,
             first_in,
         );
@@ -209,7 +285,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
 /// The layer a layer function is compiled for, its input and output rows'
 /// (width, stride): `blocks`, narrowed where the layer is narrower (the first
-/// layer's inputs, the output layer's units).
+/// layer's inputs, the output layer's units); `(half, round_w)`: the emulated
+/// operand type and whether its weights are operands.
 fn layer(
     tile: usize,
     (in_w, si): (usize, usize),
@@ -217,6 +294,7 @@ fn layer(
     act: Activation,
     below: bool,
     blocks: Blocks,
+    (half, round_w): (Option<Half>, bool),
 ) -> Layer {
     let fit = |n: usize, w: usize| n.min(w.next_power_of_two());
     Layer {
@@ -227,6 +305,8 @@ fn layer(
         },
         si,
         so,
+        half,
+        round_w,
         ..Layer::new(tile, in_w, out_w, act, below)
     }
 }

@@ -105,7 +105,7 @@ pub fn backward<F: Float>(
         }
         m += units;
     }
-    bias_gradients::<F>(buf, partials, row, first, at, layer);
+    bias_gradients::<F>(buf, partials, row, first, F::new(1.0), at, layer);
     if comptime!(layer.below) {
         below::<F>(params, buf, at, layer);
     }

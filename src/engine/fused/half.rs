@@ -1,5 +1,8 @@
-//! Half precision in the fused CPU engine: the numerics of the GPU's
-//! tensor-core pass, emulated. The hidden-to-hidden products take f16 or
+//! Half precision where no tensor core computes it: the numerics of the GPU's
+//! tensor-core pass, emulated — by the fused CPU engine, and by the GPU's
+//! f32 tiled kernel on a device or model the tensor-core pass does not take
+//! (WGSL and lavapipe, a model of silu/gelu or a width not a multiple of 16;
+//! `gpu::kernels::round`). The hidden-to-hidden products take f16 or
 //! bf16 operands — the weights, the activations going in, the δs coming
 //! back — and accumulate in f32; the first and output layers, the biases,
 //! the optimizer and the master weights stay f32. A product of two half
@@ -7,15 +10,16 @@
 //! step, activations and δs as a block stores them) and multiplying in f32
 //! is what a tensor core computes, up to the order of the sums.
 //!
-//! Rounding costs a pass over each stored row and buys no speed here: the
-//! CPU has no half-precision multiply the kernels use. It lets a run's
-//! numerics be checked on any machine before it goes to a GPU.
+//! Rounding costs a pass over each stored value and buys no speed: neither
+//! the CPU nor the f32 kernel has a half-precision multiply to use. It lets
+//! a run's numerics be checked on any machine, and gives `--precision
+//! f16|bf16` the fused engine on every device.
 
 use crate::config::Precision;
 use crate::model::Params;
 
 /// The half-precision operand type of a run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Half {
     /// 8 bits of mantissa, f32's exponent range.
     Bf16,

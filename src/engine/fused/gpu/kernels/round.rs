@@ -1,0 +1,98 @@
+//! Half-precision operands emulated on the f32 kernels: a value rounded to
+//! the nearest bf16 or f16 (ties to even), kept as f32 — what
+//! [`crate::engine::fused::half::Half::round`] computes on the CPU, in bit
+//! arithmetic that every shader compiler takes (WGSL has no bf16, and f16
+//! only as an optional feature).
+
+use crate::engine::fused::half::Half;
+use cubecl::prelude::*;
+
+/// Smallest positive normal f16, 2⁻¹⁴.
+const F16_MIN_NORMAL: f32 = 6.103_515_6e-5;
+/// Halfway between the largest f16 (65504) and the next step: from here up
+/// a value rounds to infinity.
+const F16_OVERFLOW: f32 = 65_520.0;
+/// 2²⁴: f16's subnormals are the multiples of 2⁻²⁴.
+const F16_SUBNORMAL_STEPS: f32 = 16_777_216.0;
+
+/// `v` (an f32) rounded to the nearest value of `half`, as f32; with None, `v`.
+#[cube]
+pub fn round_to<F: Float>(v: F, #[comptime] half: Option<Half>) -> F {
+    if comptime!(half == Some(Half::Bf16)) {
+        // bf16 is f32's top 16 bits: add half of the dropped bits' weight,
+        // less one unless the kept part is odd (ties to even), and cut.
+        let b = u32::reinterpret(v);
+        F::reinterpret((b + 0x7FFFu32 + ((b >> 16u32) & 1u32)) & 0xFFFF_0000u32)
+    } else if comptime!(half == Some(Half::F16)) {
+        let a = F::abs(v);
+        let b = u32::reinterpret(v);
+        if (b & 0x7FFF_FFFFu32) > 0x7F80_0000u32 {
+            // A NaN stays itself.
+            v
+        } else if a >= F::new(F16_OVERFLOW) {
+            // Infinity of v's sign.
+            F::reinterpret((b & 0x8000_0000u32) | 0x7F80_0000u32)
+        } else if a < F::new(F16_MIN_NORMAL) {
+            // Subnormal: the nearest multiple of 2⁻²⁴.
+            F::round(v * F::new(F16_SUBNORMAL_STEPS)) / F::new(F16_SUBNORMAL_STEPS)
+        } else {
+            // Normal: 10 bits of mantissa kept of f32's 23, as for bf16.
+            F::reinterpret((b + 0xFFFu32 + ((b >> 13u32) & 1u32)) & 0xFFFF_E000u32)
+        }
+    } else {
+        v
+    }
+}
+
+/// Weight `i` of `params` as a product takes it: rounded to `half` where it
+/// is a hidden-to-hidden operand (`round_w`).
+#[cube]
+pub fn weight<F: Float>(
+    params: &Array<F>,
+    i: usize,
+    #[comptime] half: Option<Half>,
+    #[comptime] round_w: bool,
+) -> F {
+    let w = params[i];
+    if comptime!(round_w) {
+        round_to::<F>(w, half)
+    } else {
+        w
+    }
+}
+
+/// `v` as it is stored: rounded to `half` when it is an operand (`round`).
+#[cube]
+pub fn operand<F: Float>(v: F, round: bool, #[comptime] half: Option<Half>) -> F {
+    if comptime!(half.is_some()) {
+        select(round, round_to::<F>(v, half), v)
+    } else {
+        v
+    }
+}
+
+/// Adds `g` into entry `i` of the partial rows (writes it on the cube's
+/// `first` tile); with emulated half precision (`half`), times `end`: the
+/// batch's scale on the cube's last tile, else 1 — the δs were not scaled,
+/// so that none is too small for f16.
+#[cube]
+pub fn add_to_row<F: Float>(
+    partials: &mut Array<F>,
+    i: usize,
+    g: F,
+    first: bool,
+    end: F,
+    #[comptime] half: Option<Half>,
+) {
+    if comptime!(half.is_some()) {
+        let mut v = g;
+        if !first {
+            v += partials[i];
+        }
+        partials[i] = v * end;
+    } else if first {
+        partials[i] = g;
+    } else {
+        partials[i] += g;
+    }
+}

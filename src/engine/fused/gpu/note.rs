@@ -1,0 +1,70 @@
+//! What the fused GPU engine says about its kernels (`engine_note`, `doctor`,
+//! `bench`): which kernel runs the pass, laid out how, with which operands.
+
+use super::engine::whole_steps;
+use crate::engine::fused::gpu::GpuFused;
+use cubecl::prelude::*;
+
+impl<R: Runtime> GpuFused<R> {
+    /// Which kernel runs the pass, and how.
+    pub(super) fn kernel_detail(&self) -> Option<String> {
+        if let Some(p) = self.pass.tensor {
+            return Some(format!(
+                "tensor-core kernel ({} operands, f32 accumulation and master weights), \
+                 {} points a tile, {} units a workgroup, products on {}, weights {}, \
+                 two launches per step",
+                self.cfg.precision.name(),
+                p.tile,
+                p.units,
+                if p.strips {
+                    "registers (mma.sync), each plane its own 16 points through every layer"
+                } else if p.regs {
+                    "registers (mma.sync)"
+                } else {
+                    "cmma fragments"
+                },
+                if p.streamed {
+                    "read from global memory"
+                } else {
+                    "in shared memory"
+                }
+            ));
+        }
+        if let Some(tile) = self.tile() {
+            let c = &self.cfg;
+            let unused = if c.kernel.lanes.is_some() || c.kernel.points_per_unit.is_some() {
+                "; --lanes and --points-per-unit tune the one-layer kernels only"
+            } else {
+                ""
+            };
+            let b = self.pass.blocks;
+            let loads = if b.lined { "16-byte" } else { "one-value" };
+            // Half precision without tensor cores: said, with what it costs.
+            let half = match self.pass.half {
+                Some(_) => format!(
+                    "; {} operands in the hidden-to-hidden products emulated, rounded in f32 \
+                     (no tensor-core pass for this model on this device): the tensor cores' \
+                     numerics, at f32's speed or below",
+                    self.cfg.precision.name()
+                ),
+                None => String::new(),
+            };
+            return Some(format!(
+                "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
+                 {loads} loads, {} units a workgroup, two launches per step{unused}{half}",
+                b.points, b.units, b.grad_u, b.grad_k, b.cube
+            ));
+        }
+        let scheme = match &self.persistent {
+            Some(p) => format!("persistent kernel, {} workgroup(s)", p.cubes),
+            None if self.cfg.kernel.persistent && whole_steps(&self.cfg) => {
+                "two launches per step: the persistent kernel's workgroups cannot all run at once here".to_string()
+            }
+            None => "two launches per step".into(),
+        };
+        Some(match self.pass.lanes {
+            1 => scheme,
+            l => format!("{scheme}; {l} lanes share each point"),
+        })
+    }
+}
