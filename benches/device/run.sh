@@ -170,6 +170,17 @@ startup)
     for run in $(seq "$REPS"); do wall "train cpu n=1000 steps=1 $run" train --backend cpu --n 1000 --steps 1; done
     for run in $(seq "$REPS"); do wall "--version $run" --version; done
   } | tee "$OUT/startup.txt"
+  # What a warm process spends after its command (the drivers' teardown):
+  # main's own "command done" time beside the whole process's.
+  for b in cuda vulkan; do
+    for run in $(seq 3); do
+      s=$(date +%s%N)
+      at=$(RUST_LOG=ferrofit=debug $B train --backend "$b" --json 2>&1 > /dev/null |
+        sed -n 's/.*command done \([0-9.]*\) s.*/\1/p')
+      ms=$((($(date +%s%N) - s) / 1000000))
+      printf 'train %s warm%d: command done %s s, process %d.%03d s\n' "$b" "$run" "$at" $((ms / 1000)) $((ms % 1000))
+    done
+  done | tee "$OUT/exit.txt"
   # Where a warm run's time goes: the record's phases and the engine's own
   # (RUST_LOG debug), then the CUDA API calls and the OS runtime (Nsight Systems).
   for b in cuda vulkan cpu; do
