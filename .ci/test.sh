@@ -16,8 +16,9 @@
 # test is reported skipped; without numpy and pytest for python3, the Python
 # suite is). Ends with one
 # "tests: N passed, M failed, K skipped" line summing every test binary: a
-# per-device test whose device is absent records itself in the skip log and
-# counts as skipped, not passed. Every backend this machine has is required.
+# per-device test whose device is absent (or that a software device would
+# take minutes over, saying why) records itself in the skip log and counts
+# as skipped, not passed. Every backend this machine has is required.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${FERROFIT_NO_INSTALL:-0}" != 1 ]; then
@@ -37,7 +38,7 @@ FERROFIT_REQUIRE_WGPU=1 FERROFIT_REQUIRE_CHROMIUM=1 FERROFIT_SKIP_LOG="$skips" \
   cargo test --workspace --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
 FERROFIT_SKIP_LOG="$skips" bash .ci/pytest.sh 2>&1 | tee -a "$log" || status=$?
 if [ -s "$skips" ]; then
-  echo "skipped (device absent):"
+  echo "skipped (device absent, or too slow on a software device):"
   sed 's/^/  /' "$skips"
 fi
 awk -v s="$(wc -l < "$skips")" \

@@ -114,7 +114,7 @@ common::per_gpu! {
     }
 
     fn bf16_training_reaches_the_f32_loss(target) {
-        let test = format!("bf16_training_reaches_the_f32_loss on {}", target.label());
+        let test = format!("tensor::bf16_training_reaches_the_f32_loss::wgpu ({})", target.label());
         if software(target) {
             // Twelve runs of 20,000 points take minutes on lavapipe; its
             // emulation equals the CPU's (above), whose run covers them.
@@ -134,16 +134,8 @@ common::per_gpu! {
 #[test]
 fn cpu_half_precision_gradient_is_near_the_reference() {
     // The CPU takes every activation: silu and gelu too.
-    let m = |hidden, layers, activation| ModelSpec {
-        inputs: 2,
-        hidden,
-        layers,
-        outputs: 1,
-        activation,
-    };
     let mut all = cases();
-    all.push((m(32, 2, Activation::Silu), Loss::Mse, 501));
-    all.push((m(20, 3, Activation::Gelu), Loss::L1, 300));
+    all.extend(emulated_cases());
     for precision in [Precision::Bf16, Precision::F16] {
         gradients_near_the_reference(&common::cpu(), precision, &all);
     }

@@ -16,7 +16,8 @@ pub struct Buffers {
     pub no_idx: Handle,
     /// Master weights, `np`.
     pub params: Handle,
-    /// The weights in a half-precision operand type, `np` (the tensor-core pass).
+    /// The weights as half-precision products take them, `np`: in the operand
+    /// type (the tensor-core pass) or rounded to it in f32 (emulated).
     pub half: Handle,
     /// First and second optimizer moments, `np + 1` each.
     pub m: Handle,
@@ -45,7 +46,7 @@ impl Buffers {
             y: client.create_from_slice(pod_bytes(&data.y)),
             no_idx: client.create_from_slice(&[0u8; 4]),
             params: client.create_from_slice(pod_bytes(flat)),
-            half: client.empty((np * 2).max(4)),
+            half: client.empty((np * 4).max(4)),
             m: client.create_from_slice(pod_bytes(&zeros)),
             v: client.create_from_slice(pod_bytes(&zeros)),
             carry: client.create_from_slice(pod_bytes(&zeros)),

@@ -7,6 +7,7 @@ use crate::engine::fused::gpu::kernels::args::{
     BatchLaunch, PointsLaunch, RuleLaunch, StateLaunch,
 };
 use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::round::round_params;
 use crate::engine::fused::gpu::kernels::tile::resident_cubes;
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -175,11 +176,31 @@ impl<R: Runtime> GpuFused<R> {
         let launch = if self.checked { checked } else { unchecked };
         let use_idx = idx.is_some();
         let np = self.np;
+        // Emulated half precision: the products read the weights rounded.
+        let weights = match self.pass.half {
+            Some(half) => {
+                // SAFETY: both hold np f32 values (`half` as many bytes as
+                // params); the kernel writes only below np.
+                unsafe {
+                    round_params::launch_unchecked::<f32, R>(
+                        &self.client,
+                        CubeCount::Static(np.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                        CubeDim::new_1d(CUBE_UNITS),
+                        ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                        ArrayArg::from_raw_parts(self.buf.half.clone(), np),
+                        Shape::of(&self.cfg),
+                        Some(half),
+                    )
+                };
+                &self.buf.half
+            }
+            None => &self.buf.params,
+        };
         // SAFETY: params holds np values, partials a row of np + 1 for each
         // of at most max_cubes cubes.
         let (params, partials) = unsafe {
             (
-                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                ArrayArg::from_raw_parts(weights.clone(), np),
                 ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
             )
         };

@@ -6,14 +6,15 @@
 //! several units (or a block of weight-gradient entries) at a time, so every
 //! value it loads serves several multiply-adds: the pass is bound by loads,
 //! not arithmetic (docs/PERFORMANCE.md, "Deep models"). In f16/bf16 without
-//! tensor cores (`Layer::half`), the hidden-to-hidden products' operands are
-//! rounded as they are read (weights) or stored (activations, δs), and the
-//! gradient rows are scaled at the end instead of the δs
+//! tensor cores (`Layer::half`), the activations and δs that are
+//! hidden-to-hidden operands are rounded as they are stored (the weights
+//! come rounded: `round::round_params`), and the gradient rows are scaled at
+//! the end instead of the δs
 //! ([`crate::engine::fused::half`]).
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::kernels::round::{add_to_row, operand, weight};
+use crate::engine::fused::gpu::kernels::round::{add_to_row, operand};
 use crate::engine::fused::gpu::shape::{keeps_z, Blocks};
 use crate::engine::fused::half::Half;
 use cubecl::prelude::*;
@@ -57,9 +58,6 @@ pub struct Layer {
     /// Half-precision operands emulated: the type the outputs a caller asks
     /// for are rounded to (None in f32).
     pub half: Option<Half>,
-    /// Whether its weights are operands of a hidden-to-hidden product
-    /// (rounded to `half` as they are read).
-    pub round_w: bool,
 }
 
 impl Layer {
@@ -75,7 +73,6 @@ impl Layer {
             si: stride(in_w),
             so: stride(out_w),
             half: None,
-            round_w: false,
         }
     }
 }
@@ -169,7 +166,7 @@ pub fn hidden_forward<F: Float>(
             }
             #[unroll]
             for c in 0..bu {
-                let w = weight::<F>(params, wu[c] + k, layer.half, layer.round_w);
+                let w = params[wu[c] + k];
                 #[unroll]
                 for r in 0..bt {
                     acc[r * bu + c] += av[r] * w;
@@ -341,7 +338,7 @@ pub fn backward<F: Float>(
                 }
                 #[unroll]
                 for c in 0..bk {
-                    let w = weight::<F>(params, wk[c] + u * in_w, layer.half, layer.round_w);
+                    let w = params[wk[c] + u * in_w];
                     #[unroll]
                     for r in 0..bt {
                         s[r * bk + c] += dv[r] * w;

@@ -2,8 +2,10 @@
 //! the nearest bf16 or f16 (ties to even), kept as f32 — what
 //! [`crate::engine::fused::half::Half::round`] computes on the CPU, in bit
 //! arithmetic that every shader compiler takes (WGSL has no bf16, and f16
-//! only as an optional feature).
+//! only as an optional feature): the weights once a step ([`round_params`]),
+//! the activations and δs as the tiled kernel stores them ([`operand`]).
 
+use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::half::Half;
 use cubecl::prelude::*;
 
@@ -44,23 +46,6 @@ pub fn round_to<F: Float>(v: F, #[comptime] half: Option<Half>) -> F {
     }
 }
 
-/// Weight `i` of `params` as a product takes it: rounded to `half` where it
-/// is a hidden-to-hidden operand (`round_w`).
-#[cube]
-pub fn weight<F: Float>(
-    params: &Array<F>,
-    i: usize,
-    #[comptime] half: Option<Half>,
-    #[comptime] round_w: bool,
-) -> F {
-    let w = params[i];
-    if comptime!(round_w) {
-        round_to::<F>(w, half)
-    } else {
-        w
-    }
-}
-
 /// `v` as it is stored: rounded to `half` when it is an operand (`round`).
 #[cube]
 pub fn operand<F: Float>(v: F, round: bool, #[comptime] half: Option<Half>) -> F {
@@ -94,5 +79,31 @@ pub fn add_to_row<F: Float>(
         partials[i] = g;
     } else {
         partials[i] += g;
+    }
+}
+
+/// `params` into `out` with the hidden-to-hidden weights rounded to `half`
+/// (biases, first and output layers as they are): the weights the emulated
+/// products read, made once a step.
+#[cube(launch_unchecked)]
+pub fn round_params<F: Float + CubeElement>(
+    params: &Array<F>,
+    out: &mut Array<F>,
+    #[comptime] shape: Shape,
+    #[comptime] half: Option<Half>,
+) {
+    let (inputs, hidden, layers) = comptime!((shape.inputs, shape.hidden, shape.layers));
+    let off1 = comptime!(hidden * inputs + hidden);
+    let hh = comptime!(hidden * hidden + hidden);
+    let i = ABSOLUTE_POS;
+    if i < params.len() {
+        let v = params[i];
+        let mut w = v;
+        // Weights (not biases) of layers 1 … L−1.
+        let inner = i >= off1 && i < comptime!(off1 + (layers - 1) * hh);
+        if inner && (i - off1) % hh < comptime!(hidden * hidden) {
+            w = round_to::<F>(v, half);
+        }
+        out[i] = w;
     }
 }

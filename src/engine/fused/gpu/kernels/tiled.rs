@@ -23,7 +23,8 @@
 //!
 //! In f16/bf16 on a device or model without the tensor-core pass (`pass.half`),
 //! the hidden-to-hidden products take operands rounded to that type
-//! ([`crate::engine::fused::gpu::kernels::round`]), the δs leave the output
+//! ([`crate::engine::fused::gpu::kernels::round`]: `params` holds the
+//! rounded weights, the activations and δs are rounded as they are stored), the δs leave the output
 //! layer unscaled and each cube's row is scaled on its last tile: the
 //! numerics of the tensor cores (and of the CPU engine) at f32's speed.
 //!
@@ -112,43 +113,11 @@ pub fn tiled_grad<F: Float + CubeElement>(
         dst: dout,
     };
     let so = comptime!(stride(outputs));
-    // Only the hidden-to-hidden layers read their weights as operands.
-    let out = comptime!(layer(
-        tile,
-        (hidden, sh),
-        (outputs, so),
-        act,
-        true,
-        blocks,
-        (half, false)
-    ));
-    let first_in = comptime!(layer(
-        tile,
-        (inputs, si),
-        (hidden, sh),
-        act,
-        false,
-        blocks,
-        (half, false)
-    ));
-    let inner_fwd = comptime!(layer(
-        tile,
-        (hidden, sh),
-        (hidden, sh),
-        act,
-        false,
-        blocks,
-        (half, true)
-    ));
-    let inner_bwd = comptime!(layer(
-        tile,
-        (hidden, sh),
-        (hidden, sh),
-        act,
-        true,
-        blocks,
-        (half, true)
-    ));
+    let (out, first_in, inner_fwd, inner_bwd) = comptime!({
+        let l = |i, o, below| layer(tile, i, o, act, below, blocks, half);
+        let (h, x, y) = ((hidden, sh), (inputs, si), (outputs, so));
+        (l(h, y, true), l(x, h, false), l(h, h, false), l(h, h, true))
+    });
     // δs unscaled with emulated half precision: the row is scaled at the end.
     let d_scale = if comptime!(half.is_some()) {
         F::new(1.0)
@@ -221,21 +190,16 @@ pub fn tiled_grad<F: Float + CubeElement>(
 
         // Backward, from the output layer down; hidden layer l's δ is an
         // operand when layer l is hidden-to-hidden (l ≥ 2).
-        if comptime!(lined) {
-            lined::backward::<F>(params, &mut buf, partials, row, first, &out_layer, out);
-        } else {
-            backward::<F>(
-                params,
-                &mut buf,
-                partials,
-                row,
-                first,
-                end,
-                layers > 1,
-                &out_layer,
-                out,
-            );
-        }
+        let rows_at = Rows::<F> { row, first, end };
+        any_backward::<F>(
+            params,
+            &mut buf,
+            partials,
+            rows_at,
+            layers > 1,
+            &out_layer,
+            out,
+        );
         sync_cube();
         for r in 1..layers {
             let l = layers - r;
@@ -245,21 +209,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
                 src: delta - pair + a_at,
                 dst: delta,
             };
-            if comptime!(lined) {
-                lined::backward::<F>(params, &mut buf, partials, row, first, &at, inner_bwd);
-            } else {
-                backward::<F>(
-                    params,
-                    &mut buf,
-                    partials,
-                    row,
-                    first,
-                    end,
-                    l > 1,
-                    &at,
-                    inner_bwd,
-                );
-            }
+            any_backward::<F>(params, &mut buf, partials, rows_at, l > 1, &at, inner_bwd);
             sync_cube();
         }
         backward::<F>(
@@ -283,10 +233,41 @@ pub fn tiled_grad<F: Float + CubeElement>(
     }
 }
 
+/// Where a tile's gradients go in the partial rows: the cube's row, whether
+/// this is its first tile, the rows' factor on its last ([`backward`]).
+#[derive(CubeType, Clone, Copy)]
+struct Rows<F: Float> {
+    row: usize,
+    first: bool,
+    end: F,
+}
+
+/// Backward through the hidden or output layer `at`: the lined pass where
+/// the layer's blocks say so (never with emulated half precision), else the
+/// one-value pass (`round`: the δ below is an operand).
+#[cube]
+fn any_backward<F: Float>(
+    params: &Array<F>,
+    buf: &mut SharedMemory<F>,
+    partials: &mut Array<F>,
+    to: Rows<F>,
+    round: bool,
+    at: &At,
+    #[comptime] layer: Layer,
+) {
+    if comptime!(layer.blocks.lined) {
+        lined::backward::<F>(params, buf, partials, to.row, to.first, at, layer);
+    } else {
+        backward::<F>(
+            params, buf, partials, to.row, to.first, to.end, round, at, layer,
+        );
+    }
+}
+
 /// The layer a layer function is compiled for, its input and output rows'
 /// (width, stride): `blocks`, narrowed where the layer is narrower (the first
-/// layer's inputs, the output layer's units); `(half, round_w)`: the emulated
-/// operand type and whether its weights are operands.
+/// layer's inputs, the output layer's units); `half`: the emulated operand
+/// type.
 fn layer(
     tile: usize,
     (in_w, si): (usize, usize),
@@ -294,7 +275,7 @@ fn layer(
     act: Activation,
     below: bool,
     blocks: Blocks,
-    (half, round_w): (Option<Half>, bool),
+    half: Option<Half>,
 ) -> Layer {
     let fit = |n: usize, w: usize| n.min(w.next_power_of_two());
     Layer {
@@ -306,7 +287,6 @@ fn layer(
         si,
         so,
         half,
-        round_w,
         ..Layer::new(tile, in_w, out_w, act, below)
     }
 }
