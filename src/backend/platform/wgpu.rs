@@ -106,8 +106,7 @@ impl Platform for Wgpu {
     fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()> {
         envelope::check_gpu(cfg)?;
         // f16/bf16 run emulated on the f32 tiled kernel: no tensor-core pass
-        // on wgpu (CubeCL's cooperative matrices gave wrong gradients on
-        // NVIDIA's Vulkan driver: docs/PERFORMANCE.md, "SPIR-V on Vulkan").
+        // on wgpu (`gpu::tensor::tensor_plan` says why).
         envelope::check_bindings(cfg, &t.info.name, t.info.binding_bytes)
     }
 }

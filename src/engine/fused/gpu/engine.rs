@@ -120,11 +120,9 @@ impl<R: Runtime> GpuFused<R> {
             0
         };
         let m = &cfg.model;
-        // Half precision on the tensor cores where CUDA's take the model, else
-        // emulated on the tiled kernel's one-value passes (on Vulkan, CubeCL's
-        // cooperative matrices gave wrong gradients: docs/PERFORMANCE.md,
-        // "SPIR-V on Vulkan").
-        let tensor = (cfg.precision != Precision::F32 && nvrtc(&client))
+        // Half precision on the tensor cores where they take the model, else
+        // emulated on the tiled kernel's one-value passes.
+        let tensor = (cfg.precision != Precision::F32)
             .then(|| tensor_plan(&client, cfg).ok())
             .flatten();
         let half = Half::of(cfg.precision).filter(|_| tensor.is_none());

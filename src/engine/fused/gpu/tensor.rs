@@ -8,7 +8,7 @@
 //! The partial rows it leaves are reduced like every other gradient pass's.
 
 use crate::config::{Precision, TrainConfig};
-use crate::engine::fused::gpu::compiler::compiler;
+use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
@@ -41,6 +41,14 @@ pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
     let fail = |reason: String| FerroError::OutsideEnvelope { reason };
     let p = cfg.precision.name();
     let kind = operand(cfg.precision).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
+    if !nvrtc(client) {
+        // CubeCL's WGSL compiler has no cooperative matrices; its SPIR-V
+        // compiler has them, but on NVIDIA's Vulkan driver the pass built with
+        // them gave wrong gradients (docs/PERFORMANCE.md, "SPIR-V on Vulkan").
+        return Err(fail(format!(
+            "--precision {p} runs on tensor cores through CUDA only"
+        )));
+    }
     let shape = Shape::of(cfg);
     if !takes(&shape) {
         return Err(fail(format!(

@@ -24,9 +24,10 @@
 //! In f16/bf16 on a device or model without the tensor-core pass (`pass.half`),
 //! the hidden-to-hidden products take operands rounded to that type
 //! ([`crate::engine::fused::gpu::kernels::round`]: `params` holds the
-//! rounded weights, the activations and δs are rounded as they are stored), the δs leave the output
-//! layer unscaled and each cube's row is scaled on its last tile: the
-//! numerics of the tensor cores (and of the CPU engine) at f32's speed.
+//! rounded weights, the activations and δs are rounded as they are
+//! stored), the δs leave the output layer unscaled and each cube's row is
+//! scaled on its last tile: the numerics of the tensor cores (and of the
+//! CPU engine) at f32's speed.
 //!
 //! [`MAX_GPU_PARAMS`]: crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS
 
