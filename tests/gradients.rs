@@ -182,8 +182,17 @@ common::per_gpu! {
                 Loss::Mse,
                 257,
             ),
-            // Wide layers: hidden units split over several lanes per point.
-            (ModelSpec { hidden: 64, ..base }, Loss::Mse, 2001),
+            // Wide layers: hidden units split over several lanes per point
+            // (two inputs: ReLU's output-weight sum made from the first layer's).
+            (
+                ModelSpec {
+                    inputs: 2,
+                    hidden: 64,
+                    ..base
+                },
+                Loss::Mse,
+                2001,
+            ),
             (
                 ModelSpec {
                     hidden: 128,

@@ -47,8 +47,9 @@ pub fn takes(s: &Shape) -> bool {
 }
 
 /// Shared-memory bytes of `plan` for `s`: the activations, the weights
-/// unless streamed, the f32 inputs, a 16×16 f32 scratch a
-/// plane and a value a unit for the sums.
+/// unless streamed, the f32 inputs (and, in the shared-output pass, the
+/// targets and a 16×16 f32 scratch a plane) and a value a unit for the
+/// sums.
 pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
     let row = row_stride(s.hidden) * 2;
     let weights = if plan.streamed {
@@ -59,12 +60,12 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
     let planes = plan.units / PLANE_UNITS as usize;
     // The strip pass keeps two δ rows and no last activations, and sums the
     // output layer's gradient through a row of the width a plane.
-    let (rows, red) = if plan.strips {
-        (strip_rows(s.layers), plan.units.max(planes * s.hidden))
+    let (rows, red, own) = if plan.strips {
+        (strip_rows(s.layers), plan.units.max(planes * s.hidden), 0)
     } else {
-        (s.layers, plan.units)
+        (s.layers, plan.units, plan.tile * s.outputs)
     };
-    let f32s = plan.tile * s.inputs + planes * BLOCK * BLOCK + red;
+    let f32s = plan.tile * s.inputs + own + planes * BLOCK * BLOCK + red;
     rows * plan.tile * row + weights + f32s * 4
 }
 

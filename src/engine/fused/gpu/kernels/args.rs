@@ -110,6 +110,67 @@ impl<F: Float + CubeElement> Points<F> {
     }
 }
 
+/// Values a unit holds of a tile of `tile` rows of `width`, `units` units
+/// sharing them out ([`Points::tile_to_registers`]).
+pub fn tile_share(tile: usize, width: usize, units: usize) -> usize {
+    (tile * width).div_ceil(units)
+}
+
+#[cube]
+impl<F: Float + CubeElement> Points<F> {
+    /// This unit's share of the inputs (with `targets`, the targets; then
+    /// `rows.inputs` counts outputs) of the tile of `batch` from point `base`
+    /// into registers, the cube's `units` units sharing them out as
+    /// [`Points::load_tile`] does; points past the batch read zeros. Loaded a
+    /// tile ahead, their latency is spent under the tile before;
+    /// [`registers_to_tile`] stores them.
+    pub fn tile_to_registers(
+        &self,
+        regs: &mut Array<F>,
+        batch: &Batch<F>,
+        base: usize,
+        #[comptime] rows: TileRows,
+        #[comptime] units: usize,
+        #[comptime] targets: bool,
+    ) {
+        let width = comptime!(rows.inputs);
+        let n = batch.count as usize;
+        #[unroll]
+        for k in 0..comptime!(tile_share(rows.tile, width, units)) {
+            let e = UNIT_POS as usize + k * units;
+            let mut v = F::new(0.0);
+            if e < comptime!(rows.tile * width) && base + e / width < n {
+                let p = self.at(batch.start, base + e / width, comptime!(rows.use_idx));
+                if comptime!(targets) {
+                    v = self.y[p * width + e % width];
+                } else {
+                    v = self.x[p * width + e % width];
+                }
+            }
+            regs[k] = v;
+        }
+    }
+}
+
+/// The values [`Points::tile_to_registers`] loaded, into the tile buffer
+/// `dst` (rows of `rows.stride`).
+#[cube]
+pub fn registers_to_tile<F: Float>(
+    regs: &Array<F>,
+    dst: &mut SharedMemory<F>,
+    #[comptime] rows: TileRows,
+    #[comptime] units: usize,
+) {
+    let width = comptime!(rows.inputs);
+    #[unroll]
+    for k in 0..comptime!(tile_share(rows.tile, width, units)) {
+        let e = UNIT_POS as usize + k * units;
+        if e < comptime!(rows.tile * width) {
+            dst[(e / width) * comptime!(rows.stride) + e % width] = regs[k];
+        }
+    }
+}
+
 /// The points one unit visits: `first, first + stride, …` below `count` of
 /// the micro-batch starting at `start` (or listed in the index list); their
 /// gradient is multiplied by `scale`.

@@ -13,7 +13,7 @@
 //! pass is bound by shared-memory instructions, and this cuts them eightfold.
 
 use crate::config::{Activation, Loss};
-use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::args::Batch;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::mma::row_stride;
 use cubecl::prelude::*;
@@ -40,8 +40,6 @@ pub struct Head {
     pub act: Activation,
     /// The loss.
     pub loss: Loss,
-    /// Whether the batch lists its points.
-    pub use_idx: bool,
 }
 
 impl Head {
@@ -64,7 +62,8 @@ impl Head {
 }
 
 /// Over the tile of points from `base`, whose last hidden layer's
-/// activations are at `last` in `acts`: the loss (this unit's part of its
+/// activations are at `last` in `acts` and whose targets are in `ys` (rows
+/// of the outputs): the loss (this unit's part of its
 /// sum is returned), the unscaled output δ, the last layer's δ over its
 /// activations, and this unit's share of the output layer's gradient added
 /// into `acc` ([`Head::slots`]). Every unit of the cube calls it.
@@ -72,7 +71,7 @@ impl Head {
 #[allow(clippy::too_many_arguments)]
 pub fn sweep<F: Float + CubeElement, E: Float>(
     acts: &mut SharedMemory<E>,
-    points: &Points<F>,
+    ys: &SharedMemory<F>,
     batch: &Batch<F>,
     params: &Array<F>,
     acc: &mut Array<F>,
@@ -136,8 +135,7 @@ pub fn sweep<F: Float + CubeElement, E: Float>(
             z += params[comptime!(h.off_out + outputs * hidden) + o];
             let mut d = F::new(0.0);
             if inside {
-                let p = points.at(batch.start, base + t, comptime!(h.use_idx));
-                let r = z - points.y[p * outputs + o];
+                let r = z - ys[t * outputs + o];
                 d = loss_grad::<F>(r, loss);
                 if c == 0 {
                     lsum += loss_value::<F>(r, loss);
@@ -214,7 +212,6 @@ mod tests {
             off_out: 0,
             act: Activation::Relu,
             loss: Loss::Mse,
-            use_idx: false,
         }
     }
 

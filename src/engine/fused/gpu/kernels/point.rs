@@ -5,11 +5,16 @@
 //! unit's registers (the seed job); wider layers split a point over lanes
 //! ([`crate::engine::fused::gpu::kernels::split`]).
 //!
-//! The pass is issue-bound at large N (every point costs a few multiply-adds
-//! a hidden unit and two loads), so it keeps each unit's activation from the
-//! forward pass instead of recomputing it and, with one output, leaves the
-//! output weight out of the first layer's per-point sums
-//! ([`fold_output_weight`]).
+//! Every point costs a few multiply-adds a hidden unit and two loads, so the
+//! pass keeps each unit's activation from the forward pass instead of
+//! recomputing it and, with one output, leaves the output weight out of the
+//! first layer's per-point sums ([`fold_output_weight`]) and, for ReLU, makes
+//! the output weight's sum from them ([`output_sum_from_first`]). At large N
+//! the points come from device memory: a unit loads the next group of
+//! [`LOAD_AHEAD`] points while it computes the current one. Both together:
+//! the seed job at N = 1e8 40.2 → 30.9 ms on CUDA and 51.0 → 36.3 ms on
+//! Vulkan (H200; the sums alone made CUDA slower, 56.9 ms —
+//! docs/PERFORMANCE.md, "Loads a group ahead").
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::args::{Points, Walk};
@@ -88,36 +93,79 @@ pub fn point_pass<F: Float>(
     let n = walk.count as usize;
     let stride = walk.stride;
     let mut i = walk.first;
-    // Whole groups of `ahead` points: every load first, then the arithmetic.
-    while i + (ahead - 1usize) * stride < n {
-        #[unroll]
-        for u in 0..ahead {
-            let p = points.at(walk.start, i + u * stride, use_idx);
-            #[unroll]
-            for a in 0..inputs {
-                xk[u * inputs + a] = points.x[p * inputs + a];
+    if comptime!(ahead > 1) {
+        // Whole groups of `ahead` points, each group's loads issued before
+        // the group ahead of it computes: at large N the data comes from
+        // device memory, and a group's own arithmetic alone did not cover
+        // its loads' latency.
+        let mut xn = Array::<F>::new(ahead * inputs);
+        let mut yn = Array::<F>::new(ahead * outputs);
+        let span = (ahead - 1usize) * stride;
+        let mut have = i + span < n;
+        if have {
+            load_group::<F>(points, &mut xk, &mut yk, walk.start, i, stride, shape, pass);
+        }
+        while have {
+            let next = i + ahead * stride;
+            let more = next + span < n;
+            if more {
+                load_group::<F>(
+                    points, &mut xn, &mut yn, walk.start, next, stride, shape, pass,
+                );
             }
             #[unroll]
-            for o in 0..outputs {
-                yk[u * outputs + o] = points.y[p * outputs + o];
+            for u in 0..ahead {
+                point_grad::<F>(&xk, &yk, u, w, &wr, acc, shape);
             }
+            #[unroll]
+            for k in 0..comptime!(ahead * inputs) {
+                xk[k] = xn[k];
+            }
+            #[unroll]
+            for k in 0..comptime!(ahead * outputs) {
+                yk[k] = yn[k];
+            }
+            i = next;
+            have = more;
         }
-        #[unroll]
-        for u in 0..ahead {
-            point_grad::<F>(&xk, &yk, u, w, &wr, acc, shape);
-        }
-        i += ahead * stride;
     }
-    // The remaining points, one at a time (none when loading one at a time).
-    if ahead > 1 {
-        while i < n {
-            let p = points.at(walk.start, i, use_idx);
-            points.load(&mut xk, &mut yk, p, inputs, outputs);
-            point_grad::<F>(&xk, &yk, 0usize, w, &wr, acc, shape);
-            i += stride;
-        }
+    // The remaining points (all of them when loading one at a time).
+    while i < n {
+        let p = points.at(walk.start, i, use_idx);
+        points.load(&mut xk, &mut yk, p, inputs, outputs);
+        point_grad::<F>(&xk, &yk, 0usize, w, &wr, acc, shape);
+        i += stride;
     }
     fold_output_weight::<F>(w, &wr, acc, shape);
+}
+
+/// Inputs and targets of the `ahead` points `i`, `i + stride`, … of the walk
+/// starting at `start` into `xk` and `yk`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn load_group<F: Float>(
+    points: &Points<F>,
+    xk: &mut Array<F>,
+    yk: &mut Array<F>,
+    start: u32,
+    i: usize,
+    stride: usize,
+    #[comptime] shape: Shape,
+    #[comptime] pass: Pass,
+) {
+    let (inputs, outputs) = comptime!((shape.inputs, shape.outputs));
+    #[unroll]
+    for u in 0..comptime!(pass.ahead) {
+        let p = points.at(start, i + u * stride, comptime!(pass.use_idx));
+        #[unroll]
+        for a in 0..inputs {
+            xk[u * inputs + a] = points.x[p * inputs + a];
+        }
+        #[unroll]
+        for o in 0..outputs {
+            yk[u * outputs + o] = points.y[p * outputs + o];
+        }
+    }
 }
 
 /// Whether the point pass copies the weights to registers.
@@ -201,8 +249,10 @@ fn point_grad<F: Float>(
         #[unroll]
         for j in 0..hidden {
             let v = kept[j];
-            let aj = kept_activation::<F>(v, act);
-            acc[ow2 + j] += d * aj;
+            if comptime!(!output_sum_from_first(act)) {
+                let aj = kept_activation::<F>(v, act);
+                acc[ow2 + j] += d * aj;
+            }
             let slope = act_bwd_at::<F>(v, act);
             #[unroll]
             for a in 0..inputs {
@@ -242,8 +292,20 @@ fn kept_activation<F: Float>(v: F, #[comptime] act: Activation) -> F {
     }
 }
 
+/// Whether, with one output, the output weight's sum Σ δ·act(z_j) follows
+/// from the first layer's: ReLU is positively homogeneous, act(z) =
+/// act'(z)·z, so Σ δ·act(z_j) = Σ_a w1[j, a]·Σ act'(z_j)·δ·x_a +
+/// b1_j·Σ act'(z_j)·δ — sums `acc` gathers anyway. [`point_grad`] then skips
+/// a multiply-add a hidden unit per point (one of seven on the seed job's
+/// step) and [`fold_output_weight`] makes the sum once a pass.
+pub fn output_sum_from_first(act: Activation) -> bool {
+    act == Activation::Relu
+}
+
 /// With one output, multiplies the first layer's sums in `acc` by their
-/// unit's output weight ([`point_grad`] leaves it out); a no-op otherwise.
+/// unit's output weight ([`point_grad`] leaves it out), after making the
+/// output weight's sum from them where [`output_sum_from_first`]; a no-op
+/// otherwise.
 #[cube]
 fn fold_output_weight<F: Float>(
     w: &SharedMemory<F>,
@@ -258,6 +320,14 @@ fn fold_output_weight<F: Float>(
         let ob1 = hidden * inputs;
         #[unroll]
         for j in 0..hidden {
+            if comptime!(output_sum_from_first(shape.act)) {
+                let mut s = weight::<F>(w, wr, ob1 + j, regs) * acc[ob1 + j];
+                #[unroll]
+                for a in 0..inputs {
+                    s += weight::<F>(w, wr, j * inputs + a, regs) * acc[j * inputs + a];
+                }
+                acc[ob1 + hidden + j] = s;
+            }
             let w2 = weight::<F>(w, wr, ob1 + hidden + j, regs);
             #[unroll]
             for a in 0..inputs {

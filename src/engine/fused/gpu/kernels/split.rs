@@ -20,6 +20,7 @@
 
 use crate::engine::fused::gpu::kernels::args::{Points, Walk};
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
+use crate::engine::fused::gpu::kernels::point::output_sum_from_first;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
@@ -83,6 +84,9 @@ pub fn split_gradient<F: Float>(
     let plane = comptime!(pass.plane);
     let lanes = comptime!(pass.lanes);
     let units = hidden.div_ceil(lanes);
+    // With one output, the first layer's sums leave the output weight out
+    // until the points are done, as in the point pass.
+    let one_out = comptime!(outputs == 1);
     // Global layout (`Params::flatten`) and this lane's register layout.
     let ob1 = hidden * inputs;
     let ow2 = ob1 + hidden;
@@ -206,10 +210,18 @@ pub fn split_gradient<F: Float>(
         #[unroll]
         for u in 0..units {
             let mut back = F::new(0.0);
-            #[unroll]
-            for o in 0..outputs {
-                acc[lw2 + o * units + u] += ds[o] * hs[u];
-                back += wr[lw2 + o * units + u] * ds[o];
+            if comptime!(one_out) {
+                // The output weight is folded in after the points.
+                back = ds[0];
+                if comptime!(!output_sum_from_first(act)) {
+                    acc[lw2 + u] += ds[0] * hs[u];
+                }
+            } else {
+                #[unroll]
+                for o in 0..outputs {
+                    acc[lw2 + o * units + u] += ds[o] * hs[u];
+                    back += wr[lw2 + o * units + u] * ds[o];
+                }
             }
             let dz = back * act_bwd::<F>(zs[u], act);
             #[unroll]
@@ -230,6 +242,26 @@ pub fn split_gradient<F: Float>(
         lead += groups;
     }
 
+    if comptime!(one_out) {
+        // As the point pass does (`point::fold_output_weight`).
+        #[unroll]
+        for u in 0..units {
+            if comptime!(output_sum_from_first(act)) {
+                let mut s = wr[lb1 + u] * acc[lb1 + u];
+                #[unroll]
+                for a in 0..inputs {
+                    s += wr[u * inputs + a] * acc[u * inputs + a];
+                }
+                acc[lw2 + u] = s;
+            }
+            let w2 = wr[lw2 + u];
+            #[unroll]
+            for a in 0..inputs {
+                acc[u * inputs + a] *= w2;
+            }
+            acc[lb1 + u] *= w2;
+        }
+    }
     // Lanes with the same k across the plane: butterfly over offsets >= lanes.
     #[unroll]
     for q in 0..lloss + 1 {

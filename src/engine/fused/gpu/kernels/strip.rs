@@ -14,7 +14,7 @@
 //! gradients need goes to shared memory ([`store`]).
 
 use crate::config::{Activation, Loss};
-use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::args::Batch;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs::{
@@ -224,7 +224,8 @@ pub struct StripHead {
 }
 
 /// The output layer over the plane's strip `a` (the last hidden layer) of
-/// the points from `first` of `batch`: the unscaled output δ, the last
+/// the points from `first` of `batch`, their targets in `ys`
+/// ([`crate::engine::fused::gpu::kernels::strips`] loads them): the unscaled output δ, the last
 /// layer's δ into `delta`; per output, the sum of δ (`sums[o]`), the loss
 /// (`sums[outputs]`) and this lane's [`kept`] columns of the output layer's
 /// gradient (`grads[o · kept ..]`: column pair `m` of the row is kept by
@@ -233,7 +234,7 @@ pub struct StripHead {
 #[allow(clippy::too_many_arguments)]
 pub fn head<F: Float + CubeElement, E: Float>(
     a: &Strip<E>,
-    points: &Points<F>,
+    ys: &Array<F>,
     batch: &Batch<F>,
     params: &Array<F>,
     first: usize,
@@ -273,8 +274,7 @@ pub fn head<F: Float + CubeElement, E: Float>(
             d[r] = F::new(0.0);
             let i = first + g + r * 8usize;
             if i < n {
-                let p = points.at(batch.start, i, comptime!(h.use_idx));
-                let res = zr - points.y[p * outputs + o];
+                let res = zr - ys[o * 2usize + r];
                 d[r] = loss_grad::<F>(res, comptime!(h.loss));
                 if c == 0usize {
                     sums[outputs] += loss_value::<F>(res, comptime!(h.loss));

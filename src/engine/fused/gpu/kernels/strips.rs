@@ -103,20 +103,17 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut a = new_strip::<E>(hidden);
     let mut b = new_strip::<E>(hidden);
     let mut base = CUBE_POS * tile;
+    // The plane's inputs, a tile ahead; points past the end read zeros (and
+    // leave a zero δ).
+    let mut xs = Array::<F>::new(comptime!(inputs_per_lane(inputs)));
+    let mut ys = Array::<F>::new(comptime!(2 * outputs));
+    load_inputs::<F>(points, &batch, base + row0, &mut xs, inputs, use_idx);
     while base < n {
         let first = base == CUBE_POS * tile;
-        // The plane's inputs; points past the end read zeros (and leave a zero δ).
-        let mut e = lane;
-        while e < comptime!(BLOCK * inputs) {
-            let t = row0 + e / inputs;
-            let mut v = F::new(0.0);
-            if base + t < n {
-                let p = points.at(batch.start, base + t, use_idx);
-                v = points.x[p * inputs + e % inputs];
-            }
-            xin[t * inputs + e % inputs] = v;
-            e += comptime!(PLANE_UNITS as usize);
-        }
+        store_inputs::<F>(&xs, &mut xin, row0, inputs);
+        load_targets::<F>(points, &batch, base + row0, &mut ys, outputs, use_idx);
+        let next = base + CUBE_COUNT * tile;
+        load_inputs::<F>(points, &batch, next + row0, &mut xs, inputs, use_idx);
         sync_plane();
         strip::first_layer::<F, E>(&xin, params, row0, &mut a, inputs, hidden, act);
         strip::store::<E>(&mut acts, &a, row0 * sh, hidden);
@@ -135,7 +132,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }
         strip::head::<F, E>(
             &a,
-            points,
+            &ys,
             &batch,
             params,
             base + row0,
@@ -186,7 +183,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         add_share::<F, E>(&mut acc_first, 0, &acts, &xin, d1, s_first);
         add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, d1, s_bias);
         sync_cube();
-        base += CUBE_COUNT * tile;
+        base = next;
     }
 
     let total = cube_sum::<F>(sums[outputs] * batch.scale, &mut red, comptime!(pass.plane));
@@ -234,4 +231,85 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         s_first,
         s_bias,
     );
+}
+
+/// Inputs a lane loads for its plane's 16 points.
+fn inputs_per_lane(inputs: usize) -> usize {
+    (BLOCK * inputs).div_ceil(PLANE_UNITS as usize)
+}
+
+/// This lane's share of the inputs of the plane's 16 points from `first`
+/// of `batch` (zeros past its end), into registers: loaded a tile ahead,
+/// their latency is spent under the tile before. [`store_inputs`] puts them
+/// where the first layer reads them.
+#[cube]
+fn load_inputs<F: Float + CubeElement>(
+    points: &Points<F>,
+    batch: &Batch<F>,
+    first: usize,
+    xs: &mut Array<F>,
+    #[comptime] inputs: usize,
+    #[comptime] use_idx: bool,
+) {
+    let lane = (UNIT_POS % PLANE_UNITS) as usize;
+    let n = batch.count as usize;
+    #[unroll]
+    for k in 0..comptime!(inputs_per_lane(inputs)) {
+        let e = lane + k * comptime!(PLANE_UNITS as usize);
+        let mut v = F::new(0.0);
+        if e < comptime!(BLOCK * inputs) && first + e / inputs < n {
+            let p = points.at(batch.start, first + e / inputs, use_idx);
+            v = points.x[p * inputs + e % inputs];
+        }
+        xs[k] = v;
+    }
+}
+
+/// The inputs [`load_inputs`] loaded into the plane's rows of `xin` (row
+/// `row0` on).
+#[cube]
+fn store_inputs<F: Float>(
+    xs: &Array<F>,
+    xin: &mut SharedMemory<F>,
+    row0: usize,
+    #[comptime] inputs: usize,
+) {
+    let lane = (UNIT_POS % PLANE_UNITS) as usize;
+    #[unroll]
+    for k in 0..comptime!(inputs_per_lane(inputs)) {
+        let e = lane + k * comptime!(PLANE_UNITS as usize);
+        if e < comptime!(BLOCK * inputs) {
+            xin[row0 * inputs + e] = xs[k];
+        }
+    }
+}
+
+/// The targets of the two rows of the plane's points from `first` that this
+/// lane's accumulators hold (rows `g` and `g + 8`), per output
+/// (`ys[o · 2 + r]`; zeros past the batch's end): loaded before the tile's
+/// layers, so the output layer does not wait for them.
+#[cube]
+fn load_targets<F: Float + CubeElement>(
+    points: &Points<F>,
+    batch: &Batch<F>,
+    first: usize,
+    ys: &mut Array<F>,
+    #[comptime] outputs: usize,
+    #[comptime] use_idx: bool,
+) {
+    let (g, _) = position((UNIT_POS % PLANE_UNITS) as usize);
+    let n = batch.count as usize;
+    #[unroll]
+    for r in 0..2usize {
+        let i = first + g + r * 8usize;
+        #[unroll]
+        for o in 0..outputs {
+            let mut v = F::new(0.0);
+            if i < n {
+                let p = points.at(batch.start, i, use_idx);
+                v = points.y[p * outputs + o];
+            }
+            ys[o * 2usize + r] = v;
+        }
+    }
 }

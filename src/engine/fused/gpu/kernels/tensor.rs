@@ -25,7 +25,9 @@
 //! ordinary size. Activations whose derivative needs z (silu, gelu) are not
 //! taken here.
 
-use crate::engine::fused::gpu::kernels::args::{Batch, Points, TileRows};
+use crate::engine::fused::gpu::kernels::args::{
+    registers_to_tile, tile_share, Batch, Points, TileRows,
+};
 use crate::engine::fused::gpu::kernels::head::{self, Head};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::act_fwd;
@@ -77,6 +79,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     // Tensor-core loads and stores want 32-byte aligned rows.
     let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);
     let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
+    let mut yin = SharedMemory::<F>::new(comptime!(tile * outputs));
     let mut scr = SharedMemory::<F>::new_aligned(comptime!(planes * BLOCK * BLOCK), 32usize);
     let mut red = SharedMemory::<F>::new(cube_units);
     // This unit's shares of the non-product sums, kept over every tile.
@@ -88,7 +91,6 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         off_out,
         act,
         loss,
-        use_idx,
     });
     let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
     let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
@@ -129,16 +131,31 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
 
     let mut lsum = F::new(0.0);
     let mut base = CUBE_POS * tile;
+    // Inputs and targets, a tile ahead; points past the end read zeros (and
+    // leave a zero δ).
+    let x_rows = comptime!(TileRows {
+        tile,
+        inputs,
+        stride: inputs,
+        use_idx,
+    });
+    let y_rows = comptime!(TileRows {
+        tile,
+        inputs: outputs,
+        stride: outputs,
+        use_idx,
+    });
+    let mut xr = Array::<F>::new(comptime!(tile_share(tile, inputs, cube_units)));
+    let mut yr = Array::<F>::new(comptime!(tile_share(tile, outputs, cube_units)));
+    points.tile_to_registers(&mut xr, &batch, base, x_rows, cube_units, false);
+    points.tile_to_registers(&mut yr, &batch, base, y_rows, cube_units, true);
     while base < n {
         let first = base == CUBE_POS * tile;
-        // Inputs; points past the end read zeros (and leave a zero δ).
-        let rows = comptime!(TileRows {
-            tile,
-            inputs,
-            stride: inputs,
-            use_idx,
-        });
-        points.load_tile(&mut xin, &batch, base, rows);
+        registers_to_tile::<F>(&xr, &mut xin, x_rows, cube_units);
+        registers_to_tile::<F>(&yr, &mut yin, y_rows, cube_units);
+        let next = base + CUBE_COUNT * tile;
+        points.tile_to_registers(&mut xr, &batch, next, x_rows, cube_units, false);
+        points.tile_to_registers(&mut yr, &batch, next, y_rows, cube_units, true);
         sync_cube();
         // First hidden layer, f32.
         let mut e = unit;
@@ -183,7 +200,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         let last = (layers - 1) * plane_rows;
         lsum += head::sweep::<F, E>(
             &mut acts,
-            points,
+            &yin,
             &batch,
             params,
             &mut acc_out,
@@ -229,7 +246,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         add_share::<F, E>(&mut acc_first, 0, &acts, &xin, 0, s_first);
         add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, 0, s_bias);
         sync_cube();
-        base += CUBE_COUNT * tile;
+        base = next;
     }
 
     let total = cube_sum::<F>(lsum * batch.scale, &mut red, comptime!(pass.plane));
