@@ -94,10 +94,10 @@ pub fn point_pass<F: Float>(
     let stride = walk.stride;
     let mut i = walk.first;
     if comptime!(ahead > 1) {
-        // Whole groups of `ahead` points, each group's loads issued before
-        // the group ahead of it computes: at large N the data comes from
-        // device memory, and a group's own arithmetic alone did not cover
-        // its loads' latency.
+        // Whole groups of `ahead` points, the next group's loads issued
+        // before the current group computes: at large N the data comes from
+        // device memory, and a group's own arithmetic did not cover its own
+        // loads' latency.
         let mut xn = Array::<F>::new(ahead * inputs);
         let mut yn = Array::<F>::new(ahead * outputs);
         let span = (ahead - 1usize) * stride;
