@@ -48,8 +48,7 @@ pub fn takes(s: &Shape) -> bool {
 
 /// Shared-memory bytes of `plan` for `s`: the activations, the weights
 /// unless streamed, the f32 inputs (and, in the shared-output pass, the
-/// targets and a 16×16 f32 scratch a plane) and a value a unit for the
-/// sums.
+/// targets), a 16×16 f32 scratch a plane and a value a unit for the sums.
 pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
     let row = row_stride(s.hidden) * 2;
     let weights = if plan.streamed {
