@@ -36,22 +36,24 @@ impl<F: Float> Points<F> {
         }
     }
 
-    /// Inputs and targets of dataset point `p` into `xs` and `ys`.
+    /// Inputs and targets of dataset point `p` into slot `slot` of `xs` and
+    /// `ys` (`xs[slot · inputs ..]`, `ys[slot · outputs ..]`).
     pub fn load(
         &self,
         xs: &mut Array<F>,
         ys: &mut Array<F>,
         p: usize,
+        #[comptime] slot: usize,
         #[comptime] inputs: usize,
         #[comptime] outputs: usize,
     ) {
         #[unroll]
         for a in 0..inputs {
-            xs[a] = self.x[p * inputs + a];
+            xs[slot * inputs + a] = self.x[p * inputs + a];
         }
         #[unroll]
         for o in 0..outputs {
-            ys[o] = self.y[p * outputs + o];
+            ys[slot * outputs + o] = self.y[p * outputs + o];
         }
     }
 }
@@ -68,14 +70,15 @@ pub struct Batch<F: Float + CubeElement> {
     pub scale: F,
 }
 
-/// How a tile's inputs sit in shared memory: `tile` rows of `inputs` values,
-/// `stride` apart; `use_idx`: the batch lists its points.
+/// How a tile's inputs (or targets) sit in shared memory: `tile` rows of
+/// `width` values (inputs, or outputs, a point), `stride` apart; `use_idx`:
+/// the batch lists its points.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TileRows {
     /// Points a tile.
     pub tile: usize,
-    /// Inputs a point.
-    pub inputs: usize,
+    /// Values a point: its inputs, or its targets.
+    pub width: usize,
     /// Row stride in the tile buffer.
     pub stride: usize,
     /// Points come from the index list.
@@ -93,10 +96,10 @@ impl<F: Float + CubeElement> Points<F> {
         base: usize,
         #[comptime] rows: TileRows,
     ) {
-        let inputs = comptime!(rows.inputs);
+        let inputs = comptime!(rows.width);
         let n = batch.count as usize;
         let mut e = UNIT_POS as usize;
-        while e < comptime!(rows.tile * rows.inputs) {
+        while e < comptime!(rows.tile * rows.width) {
             let t = e / inputs;
             let a = e % inputs;
             let mut v = F::new(0.0);
@@ -110,34 +113,36 @@ impl<F: Float + CubeElement> Points<F> {
     }
 }
 
-/// Values a unit holds of a tile of `tile` rows of `width`, `units` units
-/// sharing them out ([`Points::tile_to_registers`]).
+/// Values each of `units` sharers holds of a tile of `tile` rows of `width`
+/// ([`Points::tile_to_registers`]).
 pub fn tile_share(tile: usize, width: usize, units: usize) -> usize {
     (tile * width).div_ceil(units)
 }
 
 #[cube]
 impl<F: Float + CubeElement> Points<F> {
-    /// This unit's share of the inputs (with `targets`, the targets; then
-    /// `rows.inputs` counts outputs) of the tile of `batch` from point `base`
-    /// into registers, the cube's `units` units sharing them out as
-    /// [`Points::load_tile`] does; points past the batch read zeros. Loaded a
-    /// tile ahead, their latency is spent under the tile before;
-    /// [`registers_to_tile`] stores them.
+    /// Sharer `unit`'s share, of `units` sharing them out as
+    /// [`Points::load_tile`]'s units do (a cube's units, or a plane's lanes
+    /// for the plane's own rows), of the inputs — with `targets`, the
+    /// targets — of the tile of `batch` from point `base`, into registers;
+    /// points past the batch read zeros. Loaded a tile ahead, their latency
+    /// is spent under the tile before; [`registers_to_tile`] stores them.
+    #[allow(clippy::too_many_arguments)]
     pub fn tile_to_registers(
         &self,
         regs: &mut Array<F>,
         batch: &Batch<F>,
         base: usize,
+        unit: usize,
         #[comptime] rows: TileRows,
         #[comptime] units: usize,
         #[comptime] targets: bool,
     ) {
-        let width = comptime!(rows.inputs);
+        let width = comptime!(rows.width);
         let n = batch.count as usize;
         #[unroll]
         for k in 0..comptime!(tile_share(rows.tile, width, units)) {
-            let e = UNIT_POS as usize + k * units;
+            let e = unit + k * units;
             let mut v = F::new(0.0);
             if e < comptime!(rows.tile * width) && base + e / width < n {
                 let p = self.at(batch.start, base + e / width, comptime!(rows.use_idx));
@@ -152,21 +157,23 @@ impl<F: Float + CubeElement> Points<F> {
     }
 }
 
-/// The values [`Points::tile_to_registers`] loaded, into the tile buffer
-/// `dst` (rows of `rows.stride`).
+/// The values [`Points::tile_to_registers`] loaded for sharer `unit`, into
+/// the tile buffer `dst` from `at` (rows of `rows.stride`).
 #[cube]
 pub fn registers_to_tile<F: Float>(
     regs: &Array<F>,
     dst: &mut SharedMemory<F>,
+    at: usize,
+    unit: usize,
     #[comptime] rows: TileRows,
     #[comptime] units: usize,
 ) {
-    let width = comptime!(rows.inputs);
+    let width = comptime!(rows.width);
     #[unroll]
     for k in 0..comptime!(tile_share(rows.tile, width, units)) {
-        let e = UNIT_POS as usize + k * units;
+        let e = unit + k * units;
         if e < comptime!(rows.tile * width) {
-            dst[(e / width) * comptime!(rows.stride) + e % width] = regs[k];
+            dst[at + (e / width) * comptime!(rows.stride) + e % width] = regs[k];
         }
     }
 }

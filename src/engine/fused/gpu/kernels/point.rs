@@ -12,7 +12,7 @@
 //! the output weight's sum from them ([`output_sum_from_first`]). At large N
 //! the points come from device memory: a unit loads the next group of
 //! [`LOAD_AHEAD`] points while it computes the current one. Both together:
-//! the seed job at N = 1e8 40.2 → 30.9 ms on CUDA and 51.0 → 36.3 ms on
+//! the seed job at N = 1e8 40.1 → 30.9 ms on CUDA and 51.0 → 36.3 ms on
 //! Vulkan (H200; the sums alone made CUDA slower, 56.9 ms —
 //! docs/PERFORMANCE.md, "Loads a group ahead").
 
@@ -132,7 +132,7 @@ pub fn point_pass<F: Float>(
     // The remaining points (all of them when loading one at a time).
     while i < n {
         let p = points.at(walk.start, i, use_idx);
-        points.load(&mut xk, &mut yk, p, inputs, outputs);
+        points.load(&mut xk, &mut yk, p, 0usize, inputs, outputs);
         point_grad::<F>(&xk, &yk, 0usize, w, &wr, acc, shape);
         i += stride;
     }
@@ -153,18 +153,17 @@ fn load_group<F: Float>(
     #[comptime] shape: Shape,
     #[comptime] pass: Pass,
 ) {
-    let (inputs, outputs) = comptime!((shape.inputs, shape.outputs));
     #[unroll]
     for u in 0..comptime!(pass.ahead) {
         let p = points.at(start, i + u * stride, comptime!(pass.use_idx));
-        #[unroll]
-        for a in 0..inputs {
-            xk[u * inputs + a] = points.x[p * inputs + a];
-        }
-        #[unroll]
-        for o in 0..outputs {
-            yk[u * outputs + o] = points.y[p * outputs + o];
-        }
+        points.load(
+            xk,
+            yk,
+            p,
+            u,
+            comptime!(shape.inputs),
+            comptime!(shape.outputs),
+        );
     }
 }
 
@@ -320,20 +319,61 @@ fn fold_output_weight<F: Float>(
         let ob1 = hidden * inputs;
         #[unroll]
         for j in 0..hidden {
-            if comptime!(output_sum_from_first(shape.act)) {
-                let mut s = weight::<F>(w, wr, ob1 + j, regs) * acc[ob1 + j];
-                #[unroll]
-                for a in 0..inputs {
-                    s += weight::<F>(w, wr, j * inputs + a, regs) * acc[j * inputs + a];
-                }
-                acc[ob1 + hidden + j] = s;
-            }
-            let w2 = weight::<F>(w, wr, ob1 + hidden + j, regs);
+            let mut w1 = Array::<F>::new(inputs);
             #[unroll]
             for a in 0..inputs {
-                acc[j * inputs + a] *= w2;
+                w1[a] = weight::<F>(w, wr, j * inputs + a, regs);
             }
-            acc[ob1 + j] *= w2;
+            let at = UnitSums {
+                w1: j * inputs,
+                b1: ob1 + j,
+                w2: ob1 + hidden + j,
+            };
+            let b1 = weight::<F>(w, wr, ob1 + j, regs);
+            let w2 = weight::<F>(w, wr, ob1 + hidden + j, regs);
+            fold_unit::<F>(acc, &w1, b1, w2, at, inputs, shape.act);
         }
     }
+}
+
+/// Where one hidden unit's sums sit in a gradient row: its first-layer
+/// weights' (`inputs` of them from `w1`), its bias's, its output weight's.
+#[derive(CubeType, Clone, Copy)]
+pub struct UnitSums {
+    /// The first of its first-layer weights' sums.
+    pub w1: usize,
+    /// Its bias's sum.
+    pub b1: usize,
+    /// Its output weight's sum.
+    pub w2: usize,
+}
+
+/// [`fold_output_weight`] for one hidden unit of weights `w1`, `b1`, `w2`
+/// whose sums in `acc` are `at`: where [`output_sum_from_first`], its output
+/// weight's sum from its first-layer sums, then those times `w2`. The split
+/// pass folds each of a lane's units with it too.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn fold_unit<F: Float>(
+    acc: &mut Array<F>,
+    w1: &Array<F>,
+    b1: F,
+    w2: F,
+    at: UnitSums,
+    #[comptime] inputs: usize,
+    #[comptime] act: Activation,
+) {
+    if comptime!(output_sum_from_first(act)) {
+        let mut s = b1 * acc[at.b1];
+        #[unroll]
+        for a in 0..inputs {
+            s += w1[a] * acc[at.w1 + a];
+        }
+        acc[at.w2] = s;
+    }
+    #[unroll]
+    for a in 0..inputs {
+        acc[at.w1 + a] *= w2;
+    }
+    acc[at.b1] *= w2;
 }

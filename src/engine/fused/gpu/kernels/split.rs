@@ -20,7 +20,7 @@
 
 use crate::engine::fused::gpu::kernels::args::{Points, Walk};
 use crate::engine::fused::gpu::kernels::math::{act_bwd, act_fwd, loss_grad, loss_value};
-use crate::engine::fused::gpu::kernels::point::output_sum_from_first;
+use crate::engine::fused::gpu::kernels::point::{fold_unit, output_sum_from_first, UnitSums};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
@@ -152,11 +152,11 @@ pub fn split_gradient<F: Float>(
     let mut xn = Array::<F>::new(inputs);
     let mut yn = Array::<F>::new(outputs);
     let p = points.at(walk.start, in_batch(i, n), use_idx);
-    points.load(&mut xs, &mut ys, p, inputs, outputs);
+    points.load(&mut xs, &mut ys, p, 0usize, inputs, outputs);
     while lead < n {
         let valid = i < n;
         let p = points.at(walk.start, in_batch(i + groups, n), use_idx);
-        points.load(&mut xn, &mut yn, p, inputs, outputs);
+        points.load(&mut xn, &mut yn, p, 0usize, inputs, outputs);
         #[unroll]
         for o in 0..outputs {
             outs[o] = F::new(0.0);
@@ -246,20 +246,17 @@ pub fn split_gradient<F: Float>(
         // As the point pass does (`point::fold_output_weight`).
         #[unroll]
         for u in 0..units {
-            if comptime!(output_sum_from_first(act)) {
-                let mut s = wr[lb1 + u] * acc[lb1 + u];
-                #[unroll]
-                for a in 0..inputs {
-                    s += wr[u * inputs + a] * acc[u * inputs + a];
-                }
-                acc[lw2 + u] = s;
-            }
-            let w2 = wr[lw2 + u];
+            let mut w1 = Array::<F>::new(inputs);
             #[unroll]
             for a in 0..inputs {
-                acc[u * inputs + a] *= w2;
+                w1[a] = wr[u * inputs + a];
             }
-            acc[lb1 + u] *= w2;
+            let at = UnitSums {
+                w1: u * inputs,
+                b1: lb1 + u,
+                w2: lw2 + u,
+            };
+            fold_unit::<F>(&mut acc, &w1, wr[lb1 + u], wr[lw2 + u], at, inputs, act);
         }
     }
     // Lanes with the same k across the plane: butterfly over offsets >= lanes.

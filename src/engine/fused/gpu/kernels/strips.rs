@@ -15,7 +15,9 @@
 //! the shared-output pass; the products are `mma.sync` on registers, so the
 //! device needs manual MMA and `ldmatrix` and the weights in shared memory.
 
-use crate::engine::fused::gpu::kernels::args::{Batch, Points};
+use crate::engine::fused::gpu::kernels::args::{
+    registers_to_tile, tile_share, Batch, Points, TileRows,
+};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs::{position, weight_grads};
@@ -103,17 +105,24 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut a = new_strip::<E>(hidden);
     let mut b = new_strip::<E>(hidden);
     let mut base = CUBE_POS * tile;
-    // The plane's inputs, a tile ahead; points past the end read zeros (and
-    // leave a zero δ).
-    let mut xs = Array::<F>::new(comptime!(inputs_per_lane(inputs)));
+    // The plane's inputs (its 16 rows, shared over its lanes), a tile ahead;
+    // points past the end read zeros (and leave a zero δ).
+    let x_rows = comptime!(TileRows {
+        tile: BLOCK,
+        width: inputs,
+        stride: inputs,
+        use_idx,
+    });
+    let lanes = comptime!(PLANE_UNITS as usize);
+    let mut xs = Array::<F>::new(comptime!(tile_share(BLOCK, inputs, lanes)));
     let mut ys = Array::<F>::new(comptime!(2 * outputs));
-    load_inputs::<F>(points, &batch, base + row0, &mut xs, inputs, use_idx);
+    points.tile_to_registers(&mut xs, &batch, base + row0, lane, x_rows, lanes, false);
     while base < n {
         let first = base == CUBE_POS * tile;
-        store_inputs::<F>(&xs, &mut xin, row0, inputs);
+        registers_to_tile::<F>(&xs, &mut xin, row0 * inputs, lane, x_rows, lanes);
         load_targets::<F>(points, &batch, base + row0, &mut ys, outputs, use_idx);
         let next = base + CUBE_COUNT * tile;
-        load_inputs::<F>(points, &batch, next + row0, &mut xs, inputs, use_idx);
+        points.tile_to_registers(&mut xs, &batch, next + row0, lane, x_rows, lanes, false);
         sync_plane();
         strip::first_layer::<F, E>(&xin, params, row0, &mut a, inputs, hidden, act);
         strip::store::<E>(&mut acts, &a, row0 * sh, hidden);
@@ -231,57 +240,6 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         s_first,
         s_bias,
     );
-}
-
-/// Inputs a lane loads for its plane's 16 points.
-fn inputs_per_lane(inputs: usize) -> usize {
-    (BLOCK * inputs).div_ceil(PLANE_UNITS as usize)
-}
-
-/// This lane's share of the inputs of the plane's 16 points from `first`
-/// of `batch` (zeros past its end), into registers: loaded a tile ahead,
-/// their latency is spent under the tile before. [`store_inputs`] puts them
-/// where the first layer reads them.
-#[cube]
-fn load_inputs<F: Float + CubeElement>(
-    points: &Points<F>,
-    batch: &Batch<F>,
-    first: usize,
-    xs: &mut Array<F>,
-    #[comptime] inputs: usize,
-    #[comptime] use_idx: bool,
-) {
-    let lane = (UNIT_POS % PLANE_UNITS) as usize;
-    let n = batch.count as usize;
-    #[unroll]
-    for k in 0..comptime!(inputs_per_lane(inputs)) {
-        let e = lane + k * comptime!(PLANE_UNITS as usize);
-        let mut v = F::new(0.0);
-        if e < comptime!(BLOCK * inputs) && first + e / inputs < n {
-            let p = points.at(batch.start, first + e / inputs, use_idx);
-            v = points.x[p * inputs + e % inputs];
-        }
-        xs[k] = v;
-    }
-}
-
-/// The inputs [`load_inputs`] loaded into the plane's rows of `xin` (row
-/// `row0` on).
-#[cube]
-fn store_inputs<F: Float>(
-    xs: &Array<F>,
-    xin: &mut SharedMemory<F>,
-    row0: usize,
-    #[comptime] inputs: usize,
-) {
-    let lane = (UNIT_POS % PLANE_UNITS) as usize;
-    #[unroll]
-    for k in 0..comptime!(inputs_per_lane(inputs)) {
-        let e = lane + k * comptime!(PLANE_UNITS as usize);
-        if e < comptime!(BLOCK * inputs) {
-            xin[row0 * inputs + e] = xs[k];
-        }
-    }
 }
 
 /// The targets of the two rows of the plane's points from `first` that this

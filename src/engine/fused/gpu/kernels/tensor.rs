@@ -135,27 +135,27 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     // leave a zero δ).
     let x_rows = comptime!(TileRows {
         tile,
-        inputs,
+        width: inputs,
         stride: inputs,
         use_idx,
     });
     let y_rows = comptime!(TileRows {
         tile,
-        inputs: outputs,
+        width: outputs,
         stride: outputs,
         use_idx,
     });
     let mut xr = Array::<F>::new(comptime!(tile_share(tile, inputs, cube_units)));
     let mut yr = Array::<F>::new(comptime!(tile_share(tile, outputs, cube_units)));
-    points.tile_to_registers(&mut xr, &batch, base, x_rows, cube_units, false);
-    points.tile_to_registers(&mut yr, &batch, base, y_rows, cube_units, true);
+    points.tile_to_registers(&mut xr, &batch, base, unit, x_rows, cube_units, false);
+    points.tile_to_registers(&mut yr, &batch, base, unit, y_rows, cube_units, true);
     while base < n {
         let first = base == CUBE_POS * tile;
-        registers_to_tile::<F>(&xr, &mut xin, x_rows, cube_units);
-        registers_to_tile::<F>(&yr, &mut yin, y_rows, cube_units);
+        registers_to_tile::<F>(&xr, &mut xin, 0usize, unit, x_rows, cube_units);
+        registers_to_tile::<F>(&yr, &mut yin, 0usize, unit, y_rows, cube_units);
         let next = base + CUBE_COUNT * tile;
-        points.tile_to_registers(&mut xr, &batch, next, x_rows, cube_units, false);
-        points.tile_to_registers(&mut yr, &batch, next, y_rows, cube_units, true);
+        points.tile_to_registers(&mut xr, &batch, next, unit, x_rows, cube_units, false);
+        points.tile_to_registers(&mut yr, &batch, next, unit, y_rows, cube_units, true);
         sync_cube();
         // First hidden layer, f32.
         let mut e = unit;

@@ -127,7 +127,7 @@ pub fn tiled_grad<F: Float + CubeElement>(
     };
     let rows = comptime!(TileRows {
         tile,
-        inputs,
+        width: inputs,
         stride: si,
         use_idx,
     });
