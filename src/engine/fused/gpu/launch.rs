@@ -6,7 +6,9 @@
 use crate::engine::fused::gpu::kernels::args::{
     BatchLaunch, PointsLaunch, RuleLaunch, StateLaunch,
 };
-use crate::engine::fused::gpu::kernels::fused::{fused_grad, reduce_update, zero, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::fused::{
+    fused_grad, reduce_update, reduce_values, zero, CUBE_UNITS,
+};
 use crate::engine::fused::gpu::kernels::round::round_params;
 use crate::engine::fused::gpu::kernels::tile::resident_cubes;
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad;
@@ -37,7 +39,7 @@ impl<R: Runtime> GpuFused<R> {
         unsafe {
             reduce_update::launch::<f32, R>(
                 &self.client,
-                CubeCount::Static((np + 1).div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                CubeCount::Static((np + 1).div_ceil(reduce_values(np + 1)) as u32, 1, 1),
                 CubeDim::new_1d(CUBE_UNITS),
                 ArrayArg::from_raw_parts(self.buf.partials.clone(), self.max_cubes * (np + 1)),
                 self.state_arg(),

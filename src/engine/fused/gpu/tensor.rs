@@ -134,13 +134,17 @@ impl<R: Runtime> GpuFused<R> {
         // each of at most max_cubes cubes; the kernel indexes only inside
         // these, the tile's shared memory and the batch's points.
         unsafe {
-            cast_params::launch_unchecked::<f32, E, R>(
-                &self.client,
-                CubeCount::Static(np.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
-                CubeDim::new_1d(CUBE_UNITS),
-                ArrayArg::from_raw_parts(self.buf.params.clone(), np),
-                ArrayArg::from_raw_parts(self.buf.half.clone(), np),
-            );
+            // Weights read from shared memory are cast as each cube copies
+            // them there; streamed ones are read from this copy.
+            if layout.streamed {
+                cast_params::launch_unchecked::<f32, E, R>(
+                    &self.client,
+                    CubeCount::Static(np.div_ceil(CUBE_UNITS as usize) as u32, 1, 1),
+                    CubeDim::new_1d(CUBE_UNITS),
+                    ArrayArg::from_raw_parts(self.buf.params.clone(), np),
+                    ArrayArg::from_raw_parts(self.buf.half.clone(), np),
+                );
+            }
             // The two passes take the same arguments.
             let launch = if layout.strips {
                 strips_grad::launch_unchecked::<f32, E, R>

@@ -20,12 +20,14 @@ pub fn zeroed<F: Float>(#[comptime] len: usize) -> Array<F> {
     a
 }
 
-/// Copies the `layers − 1` hidden-to-hidden weight matrices of `half` (from
-/// `off1`, `hh` values a layer) into `wsm`, each row padded to `sh` values;
-/// the cube's `units` together (a cube barrier must follow).
+/// Copies the `layers − 1` hidden-to-hidden weight matrices of the master
+/// weights `params` (from `off1`, `hh` values a layer) into `wsm` in the
+/// operand type, each row padded to `sh` values; the cube's `units`
+/// together (a cube barrier must follow). Cast here, a launch a step fewer
+/// than casting them all first.
 #[cube]
-pub fn hidden_weights_to_shared<E: Float>(
-    half: &Array<E>,
+pub fn hidden_weights_to_shared<F: Float, E: Float>(
+    params: &Array<F>,
     wsm: &mut SharedMemory<E>,
     #[comptime] shape: Shape,
     #[comptime] sh: usize,
@@ -39,7 +41,7 @@ pub fn hidden_weights_to_shared<E: Float>(
     while k < comptime!((layers - 1) * hidden * hidden) {
         let l = k / comptime!(hidden * hidden);
         let r = k % comptime!(hidden * hidden);
-        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = half[off1 + l * hh + r];
+        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = E::cast_from(params[off1 + l * hh + r]);
         k += units;
     }
 }

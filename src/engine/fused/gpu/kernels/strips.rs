@@ -47,7 +47,9 @@ pub fn strip_group(hidden: usize) -> usize {
 pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     points: &Points<F>,
     params: &Array<F>,
-    half: &Array<E>,
+    // The operand-type copy of `params`, unused: the strip pass reads its
+    // weights from shared memory only (the same arguments as `tensor_grad`).
+    _half: &Array<E>,
     partials: &mut Array<F>,
     batch: Batch<F>,
     #[comptime] shape: Shape,
@@ -99,7 +101,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
-    rows::hidden_weights_to_shared::<E>(half, &mut wsm, shape, sh, cube_units);
+    rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
     sync_cube();
 
     let mut a = new_strip::<E>(hidden);

@@ -43,7 +43,9 @@ use cubecl::prelude::*;
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
 /// (`np + 1` values, the loss last) per cube into `partials`, times the
-/// batch's scale. `half` holds `params` in the operand type `E`.
+/// batch's scale. `half` holds `params` in the operand type `E` where the
+/// plan streams the hidden weights (else it is not written: they are cast
+/// into shared memory from `params`).
 #[cube(launch_unchecked)]
 pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     points: &Points<F>,
@@ -113,7 +115,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         32usize,
     );
     if comptime!(!streamed) {
-        rows::hidden_weights_to_shared::<E>(half, &mut wsm, shape, sh, cube_units);
+        rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
     }
     // The first layer's weights a unit uses, where it always takes the
     // same hidden unit (the width divides the cube).
