@@ -105,7 +105,7 @@ pub fn reduce_update<F: Float + CubeElement>(
     let lanes = units / per;
     let mut lane_sums = SharedMemory::<F>::new(256usize);
     let lane = t / per;
-    let j = CUBE_POS as usize * per + t % per;
+    let j = CUBE_POS * per + t % per;
     let mut s = F::new(0.0);
     if lane < lanes && j < width {
         // Four rows at a time (four loads in flight), in a fixed order.
