@@ -122,8 +122,9 @@ fn to_scratch<F: Float>(scr: &mut SharedMemory<F>, acc: &Matrix<F>, mine: usize)
 
 /// A hidden-to-hidden layer's product over the tile on the tensor cores.
 /// Forward (`!layer.below`): the rows at `at.dst` become act(A·Wᵀ + b) of
-/// the rows at `at.src`. Backward: the δ rows at `at.src` times W, times act'
-/// of the activations at `at.dst`, written over them (the layer below's δ).
+/// the rows at `at.src` (`below_a` unused). Backward: the δ rows at `at.src`
+/// times W, times act' of the activations at `below_a`, into the rows at
+/// `at.dst` (the layer below's δ; `at.dst` may be `below_a`).
 /// W is `w` (rows of `ws` values: [`row_stride`] in shared memory, the
 /// width in global memory), b starts at `at.off + H·H`.
 #[cube]
@@ -134,6 +135,7 @@ pub fn product<F: Float, E: Float>(
     w: &Slice<E>,
     params: &Array<F>,
     at: &At,
+    below_a: usize,
     #[comptime] layer: Layer,
     #[comptime] ws: usize,
     #[comptime] planes: usize,
@@ -186,13 +188,13 @@ pub fn product<F: Float, E: Float>(
             #[unroll]
             for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {
                 let e = lane + i * comptime!(PLANE_UNITS as usize);
-                let d = at.dst + (m0 + e / BLOCK) * sh + col;
+                let at_e = (m0 + e / BLOCK) * sh + col;
                 let v = scr[mine + e];
                 if comptime!(!layer.below) {
-                    acts[d] = E::cast_from(act_fwd::<F>(v + bias, act));
+                    acts[at.dst + at_e] = E::cast_from(act_fwd::<F>(v + bias, act));
                 } else {
-                    let a = F::cast_from(acts[d]);
-                    acts[d] = E::cast_from(v * act_bwd_at::<F>(a, act));
+                    let a = F::cast_from(acts[below_a + at_e]);
+                    acts[at.dst + at_e] = E::cast_from(v * act_bwd_at::<F>(a, act));
                 }
             }
             sync_plane();

@@ -137,6 +137,7 @@ pub fn product<F: Float, E: Float>(
     w: &Slice<E>,
     params: &Array<F>,
     at: &At,
+    below_a: usize,
     #[comptime] layer: Layer,
     #[comptime] ws: usize,
     #[comptime] planes: usize,
@@ -191,13 +192,14 @@ pub fn product<F: Float, E: Float>(
             for h in 0..2usize {
                 let v = acc[h];
                 // Even: rows and column offsets are.
-                let d = (at.dst + (m0 + row + h * 8usize) * sh + n) / 2usize;
+                let at_v = (m0 + row + h * 8usize) * sh + n;
+                let d = (at.dst + at_v) / 2usize;
                 let mut out = Vector::<E, Const<2>>::empty();
                 if comptime!(!layer.below) {
                     out[0] = E::cast_from(act_fwd::<F>(v[0] + bias[0], act));
                     out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
                 } else {
-                    let a = pairs[d];
+                    let a = pairs[(below_a + at_v) / 2usize];
                     out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
                     out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
                 }

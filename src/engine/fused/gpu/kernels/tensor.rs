@@ -12,8 +12,8 @@
 //! - forward: `Z = A·Wᵀ` for the tile, then bias and activation in f32,
 //!   stored back as half values;
 //! - backward: the weight gradient `δᵀ·A` in f32, added into the cube's
-//!   partial row once per tile, then `δ_below = (δ·W) ⊙ act'(a)` written over
-//!   the layer below's activations.
+//!   partial row once per tile, and `δ_below = (δ·W) ⊙ act'(a)` into a row
+//!   set nobody reads any more, so both take one stretch between barriers.
 //!
 //! Every hidden layer's activations stay in shared memory, in the operand
 //! type `E` (f16 or bf16); the first layer (few inputs) and the output layer
@@ -40,6 +40,25 @@ use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
+
+/// Row sets of a tile the pass keeps in shared memory for `layers` hidden
+/// layers: one a layer, and one for the δ going down.
+pub fn shared_rows(layers: usize) -> usize {
+    layers + 1
+}
+
+/// The row set of (0-based) hidden layer `l`'s δ out of `layers`: the top
+/// layer's over its own activations (the output layer writes it there), each
+/// one below in the set of layer `l + 2` — the extra set for `layers − 2`,
+/// and for the others a set whose δ or activations have been read by then.
+#[cube]
+fn delta_rows(l: usize, #[comptime] layers: usize) -> usize {
+    if l + 1 == layers {
+        l
+    } else {
+        l + 2
+    }
+}
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
 /// (`np + 1` values, the loss last) per cube into `partials`, times the
@@ -78,8 +97,11 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let forward = comptime!(Layer::new(tile, hidden, hidden, act, false));
     let backward = comptime!(Layer::new(tile, hidden, hidden, act, true));
 
-    // Tensor-core loads and stores want 32-byte aligned rows.
-    let mut acts = SharedMemory::<E>::new_aligned(comptime!(layers * tile * sh), 32usize);
+    // Tensor-core loads and stores want 32-byte aligned rows. A row set a
+    // hidden layer and one more: going down, the layer below's δ goes to a
+    // free set while the weight gradient still reads the activations below.
+    let mut acts =
+        SharedMemory::<E>::new_aligned(comptime!(shared_rows(layers) * tile * sh), 32usize);
     let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
     let mut yin = SharedMemory::<F>::new(comptime!(tile * outputs));
     let mut scr = SharedMemory::<F>::new_aligned(comptime!(planes * BLOCK * BLOCK), 32usize);
@@ -191,9 +213,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             };
             let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
             if comptime!(regs) {
-                mma_regs::product::<F, E>(&mut acts, &w, params, &at, forward, ws, planes);
+                mma_regs::product::<F, E>(&mut acts, &w, params, &at, 0, forward, ws, planes);
             } else {
-                product::<F, E>(&mut acts, &mut scr, &w, params, &at, forward, ws, planes);
+                product::<F, E>(&mut acts, &mut scr, &w, params, &at, 0, forward, ws, planes);
             }
             sync_cube();
         }
@@ -211,15 +233,21 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             hd,
         );
         sync_cube();
-        // Hidden layers L..2: weight gradients, then δ of the layer below.
+        // Hidden layers L..2: the weight gradients and the δ of the layer
+        // below, in one stretch between barriers. δ of (0-based) layer l is
+        // in row set `delta_rows(l)`: the top one over its activations (the
+        // output layer put it there), each below two sets up, in a set whose
+        // values nobody reads any more.
         for r in 1..layers {
             let l = layers - r;
             let off = off1 + (l - 1) * hh;
+            let d_here = delta_rows(l, layers) * plane_rows;
+            let a_below = (l - 1) * plane_rows;
             // The gradient entries at `off` of the row, from δ (`dst`) and the a below (`src`).
             let grads = At {
                 off: row + off,
-                src: (l - 1) * plane_rows,
-                dst: l * plane_rows,
+                src: a_below,
+                dst: d_here,
             };
             if comptime!(regs) {
                 mma_regs::weight_grads::<F, E>(
@@ -228,25 +256,29 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             } else {
                 weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
             }
-            add_share::<F, E>(&mut acc_bias, l, &acts, &xin, l * plane_rows, s_bias);
-            sync_cube();
-            // δ (`src`) times the weights, over the a below (`dst`).
+            add_share::<F, E>(&mut acc_bias, l, &acts, &xin, d_here, s_bias);
+            // δ (`src`) times the weights, times act' of the a below, into a free set.
             let down = At {
                 off,
-                src: l * plane_rows,
-                dst: (l - 1) * plane_rows,
+                src: d_here,
+                dst: delta_rows(l - 1, layers) * plane_rows,
             };
             let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
             if comptime!(regs) {
-                mma_regs::product::<F, E>(&mut acts, &w, params, &down, backward, ws, planes);
+                mma_regs::product::<F, E>(
+                    &mut acts, &w, params, &down, a_below, backward, ws, planes,
+                );
             } else {
-                product::<F, E>(&mut acts, &mut scr, &w, params, &down, backward, ws, planes);
+                product::<F, E>(
+                    &mut acts, &mut scr, &w, params, &down, a_below, backward, ws, planes,
+                );
             }
             sync_cube();
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
-        add_share::<F, E>(&mut acc_first, 0, &acts, &xin, 0, s_first);
-        add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, 0, s_bias);
+        let d_first = delta_rows(0usize, layers) * plane_rows;
+        add_share::<F, E>(&mut acc_first, 0, &acts, &xin, d_first, s_first);
+        add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, d_first, s_bias);
         sync_cube();
         base = next;
     }
