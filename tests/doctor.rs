@@ -69,6 +69,10 @@ impl Subject for Fake<'_> {
         Ok(r)
     }
 
+    fn tensor_cores(&self, cfg: &TrainConfig) -> bool {
+        self.real.tensor_cores(cfg)
+    }
+
     fn gradient(
         &self,
         cfg: &TrainConfig,
