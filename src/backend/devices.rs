@@ -93,6 +93,14 @@ impl Inventory {
         inv
     }
 
+    /// [`Inventory::probe_for`] of one request, probed once a process: a
+    /// program that fits many models (the library's `fit`, the Python
+    /// package's, in a loop) loads and enumerates its drivers once, not every
+    /// call. The CLI's commands probe afresh (one command, one process).
+    pub fn cached_for(kind: BackendKind) -> Inventory {
+        cached_with(kind, Inventory::probe_for)
+    }
+
     /// Devices of one API, in index order.
     pub fn of_api(&self, api: Api) -> impl Iterator<Item = &DeviceInfo> + '_ {
         self.devices.iter().filter(move |d| d.api == api)
@@ -326,4 +334,43 @@ fn wgpu_features(a: &wgpu::Adapter) -> Vec<String> {
         out.push("no subgroups".into());
     }
     out
+}
+
+/// [`Inventory::cached_for`] with the probe passed in (tests count its calls).
+fn cached_with(kind: BackendKind, probe: impl FnOnce(&[BackendKind]) -> Inventory) -> Inventory {
+    static SEEN: std::sync::Mutex<Vec<(BackendKind, Inventory)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, inv)) = seen.iter().find(|(k, _)| *k == kind) {
+        return inv.clone();
+    }
+    let inv = probe(&[kind]);
+    seen.push((kind, inv.clone()));
+    inv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_probed_once_a_process() {
+        let probes = std::sync::atomic::AtomicUsize::new(0);
+        let probe = |kinds: &[BackendKind]| {
+            probes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Inventory::probe_for(kinds)
+        };
+        // Metal: no other test asks for it (none is compiled in here).
+        let first = cached_with(BackendKind::Metal, probe);
+        let after_first = probes.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(after_first <= 1);
+        let again = cached_with(BackendKind::Metal, probe);
+        assert_eq!(
+            probes.load(std::sync::atomic::Ordering::Relaxed),
+            after_first,
+            "the second request is answered from the cache"
+        );
+        assert_eq!(first.devices.len(), again.devices.len());
+        assert_eq!(first.notes, again.notes);
+    }
 }

@@ -183,11 +183,7 @@ pub fn fit_with(
     cfg.run.patience = opt.patience;
     cfg.kernel.data_on_device = false;
     cfg.validate()?;
-    let target = select::select(
-        &Inventory::probe_for(&[opt.backend]),
-        opt.backend,
-        opt.device,
-    )?;
+    let target = select::select(&Inventory::cached_for(opt.backend), opt.backend, opt.device)?;
     let r = crate::trainer::Trainer::new(cfg.clone(), target.clone())
         .engine(opt.engine)
         .data(data.train.clone())
