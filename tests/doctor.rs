@@ -69,10 +69,6 @@ impl Subject for Fake<'_> {
         Ok(r)
     }
 
-    fn tensor_cores(&self, cfg: &TrainConfig) -> bool {
-        self.real.tensor_cores(cfg)
-    }
-
     fn gradient(
         &self,
         cfg: &TrainConfig,

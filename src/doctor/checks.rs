@@ -313,8 +313,7 @@ fn tensor_cores(t: &dyn Subject) -> String {
         Ok(r) => {
             // Elsewhere the fused engine emulates half precision (its note says so).
             let note = r.engine_note.unwrap_or_else(|| "general engine".into());
-            let used = r.engine == EngineKind::Fused && t.tensor_cores(&cfg);
-            let used = if used { "used" } else { "not used" };
+            let used = if r.tensor_cores { "used" } else { "not used" };
             format!("tensor cores: {used} ({note})")
         }
         Err(e) => format!("tensor cores: a deep bf16 run failed: {e}"),

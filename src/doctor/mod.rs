@@ -29,8 +29,6 @@ pub trait Subject {
     /// The general engine's gradient of the mean loss over all of `data`,
     /// flat in [`Params::flatten`] order.
     fn gradient(&self, cfg: &TrainConfig, p: &Params, data: &Dataset) -> crate::Result<Vec<f32>>;
-    /// Whether the fused engine runs `cfg` (f16 or bf16) on its tensor cores.
-    fn tensor_cores(&self, cfg: &TrainConfig) -> bool;
 }
 
 impl Subject for Target {
@@ -58,10 +56,6 @@ impl Subject for Target {
             .init(p.clone())
             .data(data.clone())
             .gradient(&Batch::Range(0, data.len()))
-    }
-
-    fn tensor_cores(&self, cfg: &TrainConfig) -> bool {
-        crate::trainer::tensor_cores(self, cfg)
     }
 }
 

@@ -42,6 +42,10 @@ pub trait StepEngine {
     fn skipped_steps(&self) -> usize {
         0
     }
+    /// Whether its products run on the device's tensor cores (f16/bf16).
+    fn tensor_cores(&self) -> bool {
+        false
+    }
     /// True when [`StepEngine::last_loss`] costs no device round trip, so the
     /// loop can check every step for NaN/Inf.
     fn loss_is_free(&self) -> bool {

@@ -41,6 +41,8 @@ pub struct RunResult {
     /// Why `auto` chose the general engine, when it did, and how the engine
     /// ran (the fused GPU kernel's launch scheme, the replicas).
     pub engine_note: Option<String>,
+    /// Whether the engine's products ran on the tensor cores.
+    pub tensor_cores: bool,
     /// Seconds spent building the engine (replicas: 0, they build in training).
     pub setup_seconds: f64,
 }
@@ -199,6 +201,7 @@ impl<'p> Trainer<'p> {
                 params: e.params()?,
                 engine: kind,
                 engine_note: note,
+                tensor_cores: e.tensor_cores(),
                 setup_seconds,
             })
         })
@@ -284,6 +287,8 @@ impl<'p> Trainer<'p> {
                 self.targets.len(),
                 select::describe(&self.targets)
             )),
+            // The replicas' engines live in `parallel::train`: the plan each takes.
+            tensor_cores: self.targets.iter().all(|t| tensor_cores(t, &self.cfg)),
             setup_seconds: 0.0,
         })
     }

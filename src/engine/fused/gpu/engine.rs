@@ -233,6 +233,10 @@ impl<R: Runtime> GpuFused<R> {
 }
 
 impl<R: Runtime> StepEngine for GpuFused<R> {
+    fn tensor_cores(&self) -> bool {
+        self.pass.tensor.is_some()
+    }
+
     fn detail(&self) -> Option<String> {
         let d = self.kernel_detail()?;
         let d = format!("{d}; shaders in {}", compiler(&self.client));
