@@ -42,7 +42,7 @@
 #                         step alone and the 99 after it in one launch): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
-#                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 128,streamed,held; `auto`: the
+#                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 64,256,held=2; `auto`: the
 #                         engine's choice), alternately, twice each
 # Set REPS (default 5) to change the number of timed runs.
 set -u

@@ -135,6 +135,10 @@ pub struct Plan {
     /// (`kernels::strips`; products on registers), else the planes share
     /// each product's output blocks (`kernels::tensor`).
     pub strips: bool,
+    /// The top hidden layers whose weight gradients each plane keeps in its
+    /// registers over the launch (`kernels::held`; shared-output pass on
+    /// registers only), not added into the partial row every tile.
+    pub held: usize,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

@@ -21,10 +21,11 @@
 //! The products run on registers (`kernels::mma_regs`) where the device has
 //! manual MMA and `ldmatrix` for the operand type and the weights are in
 //! shared memory (3 × 64 101.9 → 91.7 ms, 4 × 128 473 → 367 ms, `plans-regs/`),
-//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips]`,
-//! e.g. `64,512`) overrides the choice where that layout fits, for A/B runs
+//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N]`,
+//! e.g. `64,256,held=2`) overrides the choice where that layout fits, for A/B runs
 //! on a device.
 
+use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::strips::strip_rows;
@@ -134,6 +135,7 @@ fn strips_of(tile: usize) -> Plan {
         units: tile / BLOCK * PLANE_UNITS as usize,
         regs: true,
         strips: true,
+        held: 0,
     }
 }
 
@@ -158,6 +160,7 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         units: CUBE_UNITS as usize,
         regs: manual && !streamed,
         strips: false,
+        held: 0,
     };
     let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
     let tile = |streamed| {
@@ -195,6 +198,11 @@ fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         p = strips_of(p.tile);
     }
     p.strips &= p.regs;
+    let planes = p.units / PLANE_UNITS as usize;
+    if p.strips || !p.regs || held::blocks_a_plane(s.hidden, planes).is_none() {
+        p.held = 0;
+    }
+    p.held = p.held.min(s.layers - 1);
     let fits = resident_cubes(s, &p, max_shared) >= 1;
     if !fits {
         log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");
@@ -202,7 +210,7 @@ fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     fits.then_some(p)
 }
 
-/// `TILE[,streamed][,UNITS][,cmma][,strips]` as a plan.
+/// `TILE[,streamed][,UNITS][,cmma][,strips][,held=N]` as a plan.
 fn parse(text: &str) -> Option<Plan> {
     let mut parts = text.split(',').map(str::trim);
     let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
@@ -212,6 +220,7 @@ fn parse(text: &str) -> Option<Plan> {
         units: CUBE_UNITS as usize,
         regs: true,
         strips: false,
+        held: 0,
     };
     for word in parts {
         match word {
@@ -219,6 +228,7 @@ fn parse(text: &str) -> Option<Plan> {
             "cmma" => p.regs = false,
             "strips" => p.strips = true,
             "256" | "512" => p.units = word.parse().ok()?,
+            _ if word.starts_with("held=") => p.held = word["held=".len()..].parse().ok()?,
             _ => return None,
         }
     }
@@ -299,6 +309,7 @@ mod tests {
             units: 256,
             regs: true,
             strips: false,
+            held: 0,
         };
         let streamed = Plan {
             streamed: true,
@@ -351,6 +362,11 @@ mod tests {
         assert_eq!((p.tile, p.streamed, p.units, p.regs), (64, true, 512, true));
         assert!(!parse("64,cmma").unwrap().regs);
         assert_eq!(parse("128").unwrap().units, 256);
+        assert_eq!(
+            parse("64,256,held=2").map(|p| (p.units, p.held)),
+            Some((256, 2))
+        );
+        assert_eq!(parse("64,held=x"), None);
         assert_eq!(parse("64,fast"), None);
         assert_eq!(parse("48"), None);
         assert_eq!(parse("x"), None);

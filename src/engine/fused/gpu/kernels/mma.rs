@@ -38,11 +38,13 @@ pub fn group(blocks: usize, row_blocks: usize, planes: usize) -> usize {
 }
 
 /// How a product's output of 16×16 blocks is shared out over a cube's
-/// planes: items of `group` neighbouring blocks along a row, `per_row` items
-/// a row of blocks, `items` in all (item `b` goes to plane `b % planes`).
+/// planes: items of `rows` × `group` neighbouring blocks, `per_row` items
+/// a row of items, `items` in all (item `b` goes to plane `b % planes`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Split {
-    /// Blocks an item.
+    /// Rows of blocks an item.
+    pub rows: usize,
+    /// Blocks along a row an item.
     pub group: usize,
     /// Items a row of blocks.
     pub per_row: usize,
@@ -54,16 +56,45 @@ pub struct Split {
 pub fn split(blocks: usize, row_blocks: usize, planes: usize) -> Split {
     let g = group(blocks, row_blocks, planes);
     Split {
+        rows: 1,
         group: g,
         per_row: blocks / g,
         items: row_blocks * (blocks / g),
     }
 }
 
+/// The split of `row_blocks` rows of `blocks` blocks over `planes` planes
+/// into items of up to 2 × 4 blocks (products on registers): the shape that
+/// loads the fewest operand bytes a product — `rows` A fragments and `group`
+/// B fragments serve `rows × group` blocks — while every plane has an item,
+/// else [`split`]'s single row.
+pub fn split_blocks(blocks: usize, row_blocks: usize, planes: usize) -> Split {
+    let fits = |(r, g): &(usize, usize)| {
+        blocks.is_multiple_of(*g)
+            && row_blocks.is_multiple_of(*r)
+            && (row_blocks / r) * (blocks / g) >= planes
+    };
+    // Operand loads a block, (r + g) / (r·g), compared without division;
+    // of two alike, the wider.
+    let best = [(2, 4), (2, 2), (1, 4), (1, 2)]
+        .into_iter()
+        .filter(fits)
+        .min_by_key(|&(r, g)| ((r + g) * 8 / (r * g), usize::MAX - g));
+    match best {
+        Some((r, g)) if r > 1 => Split {
+            rows: r,
+            group: g,
+            per_row: blocks / g,
+            items: (row_blocks / r) * (blocks / g),
+        },
+        _ => split(blocks, row_blocks, planes),
+    }
+}
+
 /// The first row and column of item `b` of `sp`.
 #[cube]
 pub fn origin(b: usize, #[comptime] sp: Split) -> (usize, usize) {
-    let m0 = (b / comptime!(sp.per_row)) * BLOCK;
+    let m0 = (b / comptime!(sp.per_row)) * comptime!(sp.rows * BLOCK);
     let n_first = (b % comptime!(sp.per_row)) * comptime!(sp.group * BLOCK);
     (m0, n_first)
 }

@@ -19,7 +19,7 @@
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
 use crate::engine::fused::gpu::kernels::mma::{
-    origin, row_stride, scratch_to_partials, split, BLOCK, PLANE_UNITS,
+    origin, row_stride, scratch_to_partials, split_blocks, Split, BLOCK, PLANE_UNITS,
 };
 use cubecl::cmma::{MatrixIdent, MmaDefinition};
 use cubecl::prelude::*;
@@ -146,8 +146,8 @@ pub fn product<F: Float, E: Float>(
     let act = comptime!(layer.act);
     let sh = comptime!(row_stride(hidden));
     let nb = comptime!(hidden / BLOCK);
-    let sp = comptime!(split(nb, layer.tile / BLOCK, planes));
-    let (g, work) = comptime!((sp.group, sp.items));
+    let sp = comptime!(split_blocks(nb, layer.tile / BLOCK, planes));
+    let (rg, g, work) = comptime!((sp.rows, sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let l = (UNIT_POS % PLANE_UNITS) as usize;
     let source = acts.to_slice();
@@ -162,51 +162,113 @@ pub fn product<F: Float, E: Float>(
     let mut b = plane;
     while b < work {
         let (m0, n_first) = origin(b, sp);
-        let mut accs = zeros::<F>(g);
+        let mut accs = zeros::<F>(comptime!(rg * g));
         for k in 0..nb {
             let k0 = k * BLOCK;
-            let a = load4::<F, E>(
-                &source,
-                at.src + (m0 + a_row) * sh + k0 + a_col,
-                MatrixIdent::A,
-                false,
-            );
+            let mut a = Sequence::<Pairs<E>>::new();
+            #[unroll]
+            for i in 0..rg {
+                let at_a = at.src + (m0 + i * BLOCK + a_row) * sh + k0 + a_col;
+                a.push(load4::<F, E>(&source, at_a, MatrixIdent::A, false));
+            }
             #[unroll]
             for q in 0..g {
                 let n0 = n_first + q * BLOCK;
                 let r = weight_operand::<F, E>(w, k0, n0, ws, layer.below);
-                block_mma::<F, E>(&a, &r, &mut accs, q);
+                #[unroll]
+                for i in 0..rg {
+                    block_mma::<F, E>(a.index(i), &r, &mut accs, comptime!(i * g + q));
+                }
             }
         }
         #[unroll]
-        for q in 0..comptime!(2usize * g) {
-            let acc = accs.index(q);
-            let n = n_first + q * TILE_N + col;
-            let mut bias = Vector::<F, Const<2>>::empty();
-            if comptime!(!layer.below) {
-                let at_b = at.off + comptime!(hidden * hidden) + n;
-                bias[0] = params[at_b];
-                bias[1] = params[at_b + 1usize];
-            }
+        for i in 0..rg {
             #[unroll]
-            for h in 0..2usize {
-                let v = acc[h];
-                // Even: rows and column offsets are.
-                let at_v = (m0 + row + h * 8usize) * sh + n;
-                let d = (at.dst + at_v) / 2usize;
-                let mut out = Vector::<E, Const<2>>::empty();
+            for q in 0..comptime!(2usize * g) {
+                let acc = accs.index(i * 2usize * g + q);
+                let n = n_first + q * TILE_N + col;
+                let mut bias = Vector::<F, Const<2>>::empty();
                 if comptime!(!layer.below) {
-                    out[0] = E::cast_from(act_fwd::<F>(v[0] + bias[0], act));
-                    out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
-                } else {
-                    let a = pairs[(below_a + at_v) / 2usize];
-                    out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
-                    out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
+                    let at_b = at.off + comptime!(hidden * hidden) + n;
+                    bias[0] = params[at_b];
+                    bias[1] = params[at_b + 1usize];
                 }
-                pairs[d] = out;
+                #[unroll]
+                for h in 0..2usize {
+                    let v = acc[h];
+                    // Even: rows and column offsets are.
+                    let at_v = (m0 + i * BLOCK + row + h * 8usize) * sh + n;
+                    let d = (at.dst + at_v) / 2usize;
+                    let mut out = Vector::<E, Const<2>>::empty();
+                    if comptime!(!layer.below) {
+                        out[0] = E::cast_from(act_fwd::<F>(v[0] + bias[0], act));
+                        out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
+                    } else {
+                        let a = pairs[(below_a + at_v) / 2usize];
+                        out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
+                        out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
+                    }
+                    pairs[d] = out;
+                }
             }
         }
         b += planes;
+    }
+}
+
+/// The split of a hidden layer's weight gradient (`hidden` wide) over
+/// `planes` planes.
+pub fn grad_split(hidden: usize, planes: usize) -> Split {
+    split_blocks(hidden / BLOCK, hidden / BLOCK, planes)
+}
+
+/// Adds δᵀ·a of the tile into the `rows·group` blocks of `accs` from block
+/// `from` (two m16n8 accumulators a block, as [`zeros`] makes them) for the
+/// item of `sp` that starts at rows `m0`, columns `n_first`: δ rows at
+/// `at.dst`, the activations below at `at.src`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub fn grad_item<F: Float, E: Float>(
+    source: &Slice<E>,
+    accs: &mut Sequence<Pairs<F>>,
+    at: &At,
+    m0: usize,
+    n_first: usize,
+    #[comptime] from: usize,
+    #[comptime] sp: Split,
+    #[comptime] layer: Layer,
+) {
+    let sh = comptime!(row_stride(layer.out_w));
+    let (rg, g) = comptime!((sp.rows, sp.group));
+    let l = (UNIT_POS % PLANE_UNITS) as usize;
+    for t in 0..comptime!(layer.tile / BLOCK) {
+        let t0 = t * BLOCK;
+        let mut d = Sequence::<Pairs<E>>::new();
+        #[unroll]
+        for i in 0..rg {
+            // A[m, k] = δ[k, m]: the δ rows (k) hold m, transposed.
+            let at_d = at.dst
+                + (t0 + l % 8usize + (l / 16usize) * 8usize) * sh
+                + m0
+                + i * BLOCK
+                + ((l / 8usize) % 2usize) * 8usize;
+            d.push(load4::<F, E>(source, at_d, MatrixIdent::A, true));
+        }
+        #[unroll]
+        for q in 0..g {
+            let n0 = n_first + q * BLOCK;
+            // B[k, n] = a[k, n]: rows of k hold n, transposed.
+            let at_x = at.src
+                + (t0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * sh
+                + n0
+                + (l / 16usize) * 8usize;
+            let r = load4::<F, E>(source, at_x, MatrixIdent::B, true);
+            #[unroll]
+            for i in 0..rg {
+                let blk = comptime!(from + i * g + q);
+                block_mma::<F, E>(d.index(i), &r, accs, blk);
+            }
+        }
     }
 }
 
@@ -223,10 +285,8 @@ pub fn weight_grads<F: Float, E: Float>(
     #[comptime] planes: usize,
 ) {
     let hidden = comptime!(layer.out_w);
-    let sh = comptime!(row_stride(hidden));
-    let nb = comptime!(hidden / BLOCK);
-    let sp = comptime!(split(nb, nb, planes));
-    let (g, work) = comptime!((sp.group, sp.items));
+    let sp = comptime!(grad_split(hidden, planes));
+    let (rg, g, work) = comptime!((sp.rows, sp.group, sp.items));
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let l = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
@@ -235,47 +295,32 @@ pub fn weight_grads<F: Float, E: Float>(
     let mut b = plane;
     while b < work {
         let (m0, n_first) = origin(b, sp);
-        let mut accs = zeros::<F>(g);
-        for t in 0..comptime!(layer.tile / BLOCK) {
-            let t0 = t * BLOCK;
-            // A[m, k] = δ[k, m]: the δ rows (k) hold m, transposed.
-            let at_d = at.dst
-                + (t0 + l % 8usize + (l / 16usize) * 8usize) * sh
-                + m0
-                + ((l / 8usize) % 2usize) * 8usize;
-            let d = load4::<F, E>(&source, at_d, MatrixIdent::A, true);
-            #[unroll]
-            for q in 0..g {
-                let n0 = n_first + q * BLOCK;
-                // B[k, n] = a[k, n]: rows of k hold n, transposed.
-                let at_x = at.src
-                    + (t0 + l % 8usize + ((l / 8usize) % 2usize) * 8usize) * sh
-                    + n0
-                    + (l / 16usize) * 8usize;
-                let r = load4::<F, E>(&source, at_x, MatrixIdent::B, true);
-                block_mma::<F, E>(&d, &r, &mut accs, q);
-            }
-        }
+        let mut accs = zeros::<F>(comptime!(rg * g));
+        grad_item::<F, E>(&source, &mut accs, at, m0, n_first, 0usize, sp, layer);
         // Through the plane's scratch, so that the partial row is read and
         // written along its rows (straight from the registers, each access
         // would touch eight rows).
         #[unroll]
-        for q in 0..g {
-            let mut block = scr
-                .to_slice_mut()
-                .into_vectorized()
-                .with_vector_size::<Const<2>>();
+        for i in 0..rg {
             #[unroll]
-            for h in 0..2usize {
-                let acc = accs.index(2usize * q + h);
+            for q in 0..g {
+                let mut block = scr
+                    .to_slice_mut()
+                    .into_vectorized()
+                    .with_vector_size::<Const<2>>();
                 #[unroll]
-                for r in 0..2usize {
-                    block[(mine + (row + r * 8usize) * BLOCK + h * TILE_N + col) / 2usize] = acc[r];
+                for h in 0..2usize {
+                    let acc = accs.index(2usize * (i * g + q) + h);
+                    #[unroll]
+                    for r in 0..2usize {
+                        block[(mine + (row + r * 8usize) * BLOCK + h * TILE_N + col) / 2usize] =
+                            acc[r];
+                    }
                 }
+                sync_plane();
+                let at_g = at.off + (m0 + i * BLOCK) * hidden + n_first + q * BLOCK;
+                scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
             }
-            sync_plane();
-            let at_g = at.off + m0 * hidden + n_first + q * BLOCK;
-            scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
         }
         b += planes;
     }

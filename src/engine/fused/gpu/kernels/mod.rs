@@ -7,8 +7,9 @@
 //!   gradient rows through global memory;
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
 //! - `tensor` + `mma` (cmma fragments) or `mma_regs` (manual MMA on
-//!   registers) + `head` (the output layer) + `sums`: several hidden layers
-//!   on tensor cores, half-precision operands;
+//!   registers) + `head` (the output layer) + `down` (a layer going down) +
+//!   `sums`: several hidden layers on tensor cores, half-precision operands;
+//!   `held`: their top layers' weight gradients kept in registers over a launch;
 //! - `strips` + `strip`: the same on registers, each plane taking its own
 //!   16 points through every layer (barriers only for the weight gradients);
 //!   `rows`: what the two tensor-core passes do alike around their tiles;
@@ -21,8 +22,10 @@
 //!   device functions shared by all of them.
 
 pub mod args;
+pub mod down;
 pub mod fused;
 pub mod head;
+pub mod held;
 pub mod layers;
 pub mod lined;
 pub mod math;

@@ -28,12 +28,12 @@
 use crate::engine::fused::gpu::kernels::args::{
     registers_to_tile, tile_share, Batch, Points, TileRows,
 };
+use crate::engine::fused::gpu::kernels::down::{backward_layer, delta_rows, hidden_weights};
 use crate::engine::fused::gpu::kernels::head::{self, Head};
+use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::act_fwd;
-use crate::engine::fused::gpu::kernels::mma::{
-    product, row_stride, weight_grads, BLOCK, PLANE_UNITS,
-};
+use crate::engine::fused::gpu::kernels::mma::{product, row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
 use crate::engine::fused::gpu::kernels::rows;
@@ -45,19 +45,6 @@ use cubecl::prelude::*;
 /// layers: one a layer, and one for the δ going down.
 pub fn shared_rows(layers: usize) -> usize {
     layers + 1
-}
-
-/// The row set of (0-based) hidden layer `l`'s δ out of `layers`: the top
-/// layer's over its own activations (the output layer writes it there), each
-/// one below in the set of layer `l + 2` — the extra set for `layers − 2`,
-/// and for the others a set whose δ or activations have been read by then.
-#[cube]
-fn delta_rows(l: usize, #[comptime] layers: usize) -> usize {
-    if l + 1 == layers {
-        l
-    } else {
-        l + 2
-    }
 }
 
 /// Forward, loss and backward over `batch` of `points`; one partial row
@@ -79,7 +66,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         comptime!((shape.inputs, shape.hidden, shape.layers, shape.outputs));
     let (act, loss, tile, use_idx) = comptime!((shape.act, shape.loss, pass.tile, pass.use_idx));
     let plan = comptime!(pass.tensor.expect("a tensor-core pass has a plan"));
-    let (streamed, regs) = comptime!((plan.streamed, plan.regs));
+    let (streamed, regs, held) = comptime!((plan.streamed, plan.regs, plan.held));
     let (cube_units, planes) = comptime!((plan.units, plan.units / PLANE_UNITS as usize));
     let np = comptime!(shape.params());
     let sh = comptime!(row_stride(hidden));
@@ -95,7 +82,6 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let n = batch.count as usize;
     // The hidden-to-hidden layer, forward and backward.
     let forward = comptime!(Layer::new(tile, hidden, hidden, act, false));
-    let backward = comptime!(Layer::new(tile, hidden, hidden, act, true));
 
     // Tensor-core loads and stores want 32-byte aligned rows. A row set a
     // hidden layer and one more: going down, the layer below's δ goes to a
@@ -121,6 +107,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut acc_out = rows::zeroed::<F>(comptime!(hd.slots()));
     let mut acc_bias = rows::zeroed::<F>(layers);
     let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
+    // The held layers' weight gradients, `per_held` blocks a layer a plane.
+    let per_held = comptime!(held::blocks_a_plane(hidden, planes).unwrap_or(0));
+    let mut kept = mma_regs::zeros::<F>(comptime!(held * per_held));
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
@@ -234,46 +223,46 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         );
         sync_cube();
         // Hidden layers L..2: the weight gradients and the δ of the layer
-        // below, in one stretch between barriers. δ of (0-based) layer l is
-        // in row set `delta_rows(l)`: the top one over its activations (the
-        // output layer put it there), each below two sets up, in a set whose
-        // values nobody reads any more.
-        for r in 1..layers {
-            let l = layers - r;
-            let off = off1 + (l - 1) * hh;
-            let d_here = delta_rows(l, layers) * plane_rows;
-            let a_below = (l - 1) * plane_rows;
-            // The gradient entries at `off` of the row, from δ (`dst`) and the a below (`src`).
-            let grads = At {
-                off: row + off,
-                src: a_below,
-                dst: d_here,
-            };
-            if comptime!(regs) {
-                mma_regs::weight_grads::<F, E>(
-                    &acts, &mut scr, partials, &grads, first, backward, planes,
-                );
-            } else {
-                weight_grads::<F, E>(&acts, &mut scr, partials, &grads, first, backward, planes);
-            }
-            add_share::<F, E>(&mut acc_bias, l, &acts, &xin, d_here, s_bias);
-            // δ (`src`) times the weights, times act' of the a below, into a free set.
-            let down = At {
-                off,
-                src: d_here,
-                dst: delta_rows(l - 1, layers) * plane_rows,
-            };
-            let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
-            if comptime!(regs) {
-                mma_regs::product::<F, E>(
-                    &mut acts, &w, params, &down, a_below, backward, ws, planes,
-                );
-            } else {
-                product::<F, E>(
-                    &mut acts, &mut scr, &w, params, &down, a_below, backward, ws, planes,
-                );
-            }
-            sync_cube();
+        // below, in one stretch between barriers; the top `held` layers'
+        // weight gradients into `kept`, the others into the partial row.
+        #[unroll]
+        for r in 1..comptime!(held + 1) {
+            backward_layer::<F, E>(
+                &mut acts,
+                &mut scr,
+                &mut kept,
+                partials,
+                &wsm,
+                half,
+                params,
+                &mut acc_bias,
+                &xin,
+                row,
+                layers - r,
+                first,
+                comptime!(Some((r - 1) * per_held)),
+                shape,
+                pass,
+            );
+        }
+        for r in comptime!(held + 1)..layers {
+            backward_layer::<F, E>(
+                &mut acts,
+                &mut scr,
+                &mut kept,
+                partials,
+                &wsm,
+                half,
+                params,
+                &mut acc_bias,
+                &xin,
+                row,
+                layers - r,
+                first,
+                None,
+                shape,
+                pass,
+            );
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
         let d_first = delta_rows(0usize, layers) * plane_rows;
@@ -283,6 +272,11 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         base = next;
     }
 
+    #[unroll]
+    for k in 0..held {
+        let at = row + off1 + comptime!((layers - 2 - k) * hh);
+        held::flush::<F>(&kept, partials, at, comptime!(k * per_held), hidden, planes);
+    }
     let total = cube_sum::<F>(lsum * batch.scale, &mut red, comptime!(pass.plane));
     if unit == 0usize {
         partials[row + np] = total;
@@ -299,28 +293,6 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         s_first,
         s_bias,
     );
-}
-
-/// Hidden layer `l`'s weights (H rows of H) as the products read them: from
-/// `wsm` (rows of `w_rows / H`), or with `streamed` from the operand-type
-/// copy of the parameters (rows of H, from `off1 + (l - 1)·hh`).
-#[cube]
-#[allow(clippy::too_many_arguments)]
-fn hidden_weights<E: Float>(
-    wsm: &SharedMemory<E>,
-    half: &Array<E>,
-    l: usize,
-    #[comptime] off1: usize,
-    #[comptime] hh: usize,
-    #[comptime] streamed: bool,
-    #[comptime] w_rows: usize,
-) -> Slice<E> {
-    if comptime!(streamed) {
-        let at = off1 + (l - 1) * hh;
-        half.slice(at, at + comptime!(hh))
-    } else {
-        wsm.slice((l - 1) * w_rows, l * w_rows)
-    }
 }
 
 /// The master weights in the operand type, for the tensor cores.
