@@ -15,15 +15,22 @@
 //! The tile: 128 or 64 points if three cubes can then share a multiprocessor
 //! (one computes while the others wait on loads), else the largest of 128 …
 //! 16 that fits. A cube of a tile of 64 or fewer points that is alone on its
-//! multiprocessor takes 512 units instead of 256, so twice the planes share
-//! its tile's work: 4 × 128 501.5 → 458.6 ms; with a 128-point tile (2 ×
-//! 128) 512 units were slower, 145 → 159 ms (`plans-units/`).
+//! multiprocessor keeps its top layers' weight gradients in registers over
+//! the launch (`held`; 256 units, up to 192 registers a unit for them)
+//! instead of adding them into its partial row every tile: 4 × 128 299.7 →
+//! 203.0 ms, 3 × 128 137.2 → 123.3 ms on an H100 (2026-12-06-h100/held-grads/);
+//! where they cannot be held, it takes 512 units instead of 256, so twice
+//! the planes share its tile's work: 4 × 128 501.5 → 458.6 ms; with a
+//! 128-point tile (2 × 128) 512 units were slower, 145 → 159 ms
+//! (`plans-units/`), and holding its one layer gained nothing (75.0 → 74.0 ms).
 //! The products run on registers (`kernels::mma_regs`) where the device has
 //! manual MMA and `ldmatrix` for the operand type and the weights are in
 //! shared memory (3 × 64 101.9 → 91.7 ms, 4 × 128 473 → 367 ms, `plans-regs/`),
 //! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N]`,
 //! e.g. `64,256,held=2`) overrides the choice where that layout fits, for A/B runs
 //! on a device.
+
+mod env;
 
 use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
@@ -78,7 +85,8 @@ pub fn plan_bytes(s: &Shape, plan: &Plan) -> usize {
 /// 64 (124 before the output layer moved to `kernels::head`;
 /// docs/results/2026-12-02-h200/ab-head/), 92 for 128 in cubes of 512 (read
 /// before that move; their launch bound caps them at 128), and
-/// for 128 in cubes of 256, not measured, the most a unit can have. Counting
+/// for 128 in cubes of 256 the most a unit can have (255 with two layers' weight
+/// gradients held, docs/results/2026-12-06-h100/held-grads/). Counting
 /// more cubes than the registers hold launches a partial second wave: 4 a
 /// multiprocessor by shared memory where 3 fit ran a third of the cubes after
 /// the rest.
@@ -109,7 +117,7 @@ pub fn resident_cubes(s: &Shape, plan: &Plan, per_sm_shared: usize) -> usize {
 /// shared memory a cube (None when not even a 16-point tile fits), on a
 /// device with (`manual`) or without manual MMA and `ldmatrix`.
 pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
-    if let Some(p) = overridden(s, max_shared, manual) {
+    if let Some(p) = env::overridden(s, max_shared, manual) {
         return Some(p);
     }
     let shared = shared_plan(s, max_shared, manual)?;
@@ -181,6 +189,10 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         ..p
     };
     let single = resident_cubes(s, &p, max_shared) <= 1 && p.tile <= 64;
+    let held = held_layers(s, &p);
+    if single && p.regs && held > 0 {
+        return Some(Plan { held, ..p });
+    }
     Some(if single && resident_cubes(s, &alone, max_shared) == 1 {
         alone
     } else {
@@ -188,51 +200,20 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     })
 }
 
-/// The layout `FERROFIT_TENSOR_PLAN` names, where it fits (on registers
-/// only where `manual` allows).
-fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
-    let text = std::env::var("FERROFIT_TENSOR_PLAN").ok()?;
-    let mut p = parse(&text)?;
-    p.regs &= manual && !p.streamed;
-    if p.strips && p.regs {
-        p = strips_of(p.tile);
-    }
-    p.strips &= p.regs;
-    let planes = p.units / PLANE_UNITS as usize;
-    if p.strips || !p.regs || held::blocks_a_plane(s.hidden, planes).is_none() {
-        p.held = 0;
-    }
-    p.held = p.held.min(s.layers - 1);
-    let fits = resident_cubes(s, &p, max_shared) >= 1;
-    if !fits {
-        log::warn!("FERROFIT_TENSOR_PLAN={text} does not fit this model and device: ignored");
-    }
-    fits.then_some(p)
-}
+/// Registers a unit may give to held weight gradients: three layers of 128
+/// in cubes of 256 units (192) ran fastest, spills and all
+/// (docs/results/2026-12-06-h100/held-grads/).
+const HELD_REGISTERS: usize = 192;
 
-/// `TILE[,streamed][,UNITS][,cmma][,strips][,held=N]` as a plan.
-fn parse(text: &str) -> Option<Plan> {
-    let mut parts = text.split(',').map(str::trim);
-    let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
-    let mut p = Plan {
-        tile,
-        streamed: false,
-        units: CUBE_UNITS as usize,
-        regs: true,
-        strips: false,
-        held: 0,
-    };
-    for word in parts {
-        match word {
-            "streamed" => p.streamed = true,
-            "cmma" => p.regs = false,
-            "strips" => p.strips = true,
-            "256" | "512" => p.units = word.parse().ok()?,
-            _ if word.starts_with("held=") => p.held = word["held=".len()..].parse().ok()?,
-            _ => return None,
-        }
+/// The top hidden layers whose weight gradients the planes of `p` can keep
+/// in registers over a launch (0 where a layer's split does not share out
+/// evenly over them).
+fn held_layers(s: &Shape, p: &Plan) -> usize {
+    let a_layer = held::registers(s.hidden, p.units / PLANE_UNITS as usize, 1);
+    if a_layer == 0 {
+        return 0;
     }
-    Some(p)
+    (s.layers - 1).min(HELD_REGISTERS / a_layer)
 }
 
 #[cfg(test)]
@@ -285,9 +266,17 @@ mod tests {
             128
         );
         // 4 × 128: the weights alone take 104 KiB; one cube of 64 points,
-        // alone on its multiprocessor, so of 512 units.
+        // alone on its multiprocessor, so its planes hold the weight
+        // gradients of all three hidden-to-hidden layers (64 registers each).
         let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
-        assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 512));
+        assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 256));
+        assert_eq!(wide.held, 3);
+        // Without manual MMA (cmma fragments) nothing is held: 512 units.
+        let frag = plan(&shape(128, 4, Activation::Relu), H200, false).unwrap();
+        assert_eq!((frag.units, frag.held), (512, 0));
+        // Six layers of 128 (16 points a tile): three held, within 192 registers.
+        let six = plan(&shape(128, 6, Activation::Relu), H200, true).unwrap();
+        assert_eq!((six.tile, six.held), (16, 3));
         // 2 × 128: one cube of 128 points keeps 256 units.
         let two = shared_plan(&shape(128, 2, Activation::Relu), H200, true).unwrap();
         assert_eq!((two.tile, two.units), (128, 256));
@@ -353,23 +342,7 @@ mod tests {
         // 4 × 128: four planes alone on a multiprocessor against sixteen.
         let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
         assert!(!wide.strips);
-        assert_eq!(parse("64,strips").map(|p| p.strips), Some(true));
-    }
-
-    #[test]
-    fn the_override_names_a_tile_and_its_options() {
-        let p = parse("64, streamed,512").unwrap();
-        assert_eq!((p.tile, p.streamed, p.units, p.regs), (64, true, 512, true));
-        assert!(!parse("64,cmma").unwrap().regs);
-        assert_eq!(parse("128").unwrap().units, 256);
-        assert_eq!(
-            parse("64,256,held=2").map(|p| (p.units, p.held)),
-            Some((256, 2))
-        );
-        assert_eq!(parse("64,held=x"), None);
-        assert_eq!(parse("64,fast"), None);
-        assert_eq!(parse("48"), None);
-        assert_eq!(parse("x"), None);
+        assert_eq!(env::parse("64,strips").map(|p| p.strips), Some(true));
     }
 
     #[test]
