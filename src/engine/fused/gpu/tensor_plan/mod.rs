@@ -202,7 +202,9 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
 
 /// Registers a unit may give to held weight gradients: three layers of 128
 /// in cubes of 256 units (192) ran fastest, spills and all
-/// (docs/results/2026-12-06-h100/held-grads/).
+/// (docs/results/2026-12-06-h100/held-grads/). Measured at 128 wide only:
+/// for narrower plans (16 registers a layer at 64 wide) the same budget is
+/// an extrapolation.
 const HELD_REGISTERS: usize = 192;
 
 /// The top hidden layers whose weight gradients the planes of `p` can keep
