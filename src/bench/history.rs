@@ -65,6 +65,9 @@ fn db_err(path: &Path) -> impl Fn(rusqlite::Error) -> FerroError + '_ {
     }
 }
 
+/// How long a bench waits on another process's lock of the history.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 impl History {
     /// Opens (creating if needed) the database at `path`.
     pub fn open(path: &Path) -> Result<History> {
@@ -77,11 +80,19 @@ impl History {
         }
         let err = db_err(path);
         let conn = Connection::open(path).map_err(&err)?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(&err)?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(&err)?;
-        conn.execute_batch(
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(&err)?;
+        let h = History { conn };
+        h.retry_while_busy(|h| h.prepare_schema()).map_err(&err)?;
+        Ok(h)
+    }
+
+    /// WAL mode, the table and the job keys. Two processes opening a new
+    /// database at once can meet in a lock upgrade that SQLite refuses at
+    /// once (to avoid a deadlock) instead of waiting through the busy
+    /// timeout; [`History::retry_while_busy`] runs this again.
+    fn prepare_schema(&self) -> rusqlite::Result<()> {
+        self.conn.pragma_update(None, "journal_mode", "WAL")?;
+        self.conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS rows (
                 id INTEGER PRIMARY KEY,
                 at TEXT NOT NULL DEFAULT (datetime('now')),
@@ -90,11 +101,32 @@ impl History {
                 runs INTEGER NOT NULL, median REAL NOT NULL, mean REAL NOT NULL,
                 stddev REAL NOT NULL, final_loss REAL NOT NULL, record TEXT NOT NULL);
              CREATE INDEX IF NOT EXISTS rows_key ON rows (device, backend, name, job, id);",
-        )
-        .map_err(&err)?;
-        let h = History { conn };
-        h.canonicalise_jobs().map_err(&err)?;
-        Ok(h)
+        )?;
+        self.canonicalise_jobs()
+    }
+
+    /// Runs `step` again while it fails on a busy or locked database, for up
+    /// to the busy timeout, with a short growing pause between tries.
+    fn retry_while_busy<T>(
+        &self,
+        step: impl Fn(&Self) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mut pause = std::time::Duration::from_millis(2);
+        loop {
+            match step(self) {
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if matches!(
+                        e.code,
+                        rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(100));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Rewrites job keys stored in field order (earlier versions) as
@@ -175,7 +207,10 @@ impl History {
     pub fn append(&mut self, rec: &BenchRecord) -> Result<()> {
         let job = Self::job_key(rec);
         let err = db_err(Path::new("history"));
-        let tx = self.conn.transaction().map_err(&err)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&err)?;
         for r in &rec.rows {
             tx.execute(
                 "INSERT INTO rows (version, device, driver, backend, name, job, runs, median, mean, stddev, final_loss, record)
