@@ -37,6 +37,13 @@ const GRIDS: [u32; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 const MAX_GRID: u32 = GRIDS[GRIDS.len() - 1];
 /// Polls a probe's cube waits before it counts the grid as not co-resident.
 const PROBE_SPIN: u32 = 1 << 16;
+/// The same on a software device (lavapipe), whose workgroups run on the
+/// host's threads, which a loaded machine deschedules for milliseconds: with
+/// the short wait, lavapipe's probe answered 1 or 2 cubes from run to run on
+/// two cores, and a run that probed anew (a resumed one) summed in another
+/// order. Grids beyond the host's threads are not tried there (a failing
+/// try would spin this long).
+const PROBE_SPIN_SOFTWARE: u32 = 1 << 20;
 /// Steps each probe runs (two full tag cycles).
 const PROBE_STEPS: usize = 4;
 
@@ -185,13 +192,18 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         .properties()
         .hardware
         .num_streaming_multiprocessors;
+    let (spin, most) = if engine.software {
+        (PROBE_SPIN_SOFTWARE, host_threads())
+    } else {
+        (PROBE_SPIN, MAX_GRID)
+    };
     let mut found = None;
-    for g in grids(sms) {
+    for g in grids(sms).into_iter().filter(|&g| g <= most) {
         let mut p = Persistent::fresh(&scratch, g);
         let len = g * CUBE_UNITS;
         p.queue = vec![QueuedStep::new(0, len, 1.0 / len as f32, 0.0, 1); PROBE_STEPS];
         let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            launch(&scratch, &mut p, PROBE_SPIN);
+            launch(&scratch, &mut p, spin);
             scratch.read(&scratch.buf.loss_out, 2)
         }));
         match ran {
@@ -200,6 +212,21 @@ fn probe<R: Runtime>(engine: &GpuFused<R>, device: &R::Device) -> Option<u32> {
         }
     }
     found
+}
+
+/// Workgroups a software device can run at once: one a thread of its pool,
+/// which has `LP_NUM_THREADS` threads (lavapipe's variable) or one a core.
+fn host_threads() -> u32 {
+    std::env::var("LP_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .or_else(|| {
+            std::thread::available_parallelism()
+                .ok()
+                .map(|n| n.get() as u32)
+        })
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// The grids the probe tries, smallest first: [`GRIDS`] and, on a device of
