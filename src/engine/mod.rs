@@ -65,6 +65,11 @@ pub trait FlatEngine: StepEngine {
     fn take_gradient(&mut self) -> Result<Vec<f32>>;
     /// Applies a gradient (flat, loss last) summed over every replica.
     fn apply_gradient(&mut self, g: &[f32], lr: f64) -> Result<()>;
+    /// Workgroups of the persistent launch, where the engine runs one (a
+    /// checkpoint records it: [`crate::config::KernelKnobs::grid`]).
+    fn launch_grid(&self) -> Option<u32> {
+        None
+    }
     /// Starts over from `init`: those weights, a zero optimizer state and
     /// nothing accumulated, on the data already on the device (a benchmark's
     /// runs after the first upload only state of the weights' size).

@@ -106,11 +106,14 @@ pub(crate) fn save_checkpoint(
             value: loss as f32,
         });
     }
+    // The grid the steps ran on, so that a resume sums in the same order.
+    let mut config = cfg.clone();
+    config.kernel.grid = engine.launch_grid().or(cfg.kernel.grid);
     checkpoint::write(
         dir,
         &Checkpoint {
             step: done,
-            config: cfg.clone(),
+            config,
             params: engine.params()?,
             opt: engine.optimizer_state()?,
             device: ctl.device.clone(),

@@ -89,6 +89,10 @@ pub struct JobArgs {
     /// launch for many (for devices that cannot run every workgroup at once).
     #[arg(long, help_heading = "Kernel tuning")]
     no_persistent: bool,
+    /// GPU fused kernel: workgroups of the persistent launch (default: as
+    /// many as the points need, up to the most the device runs at once).
+    #[arg(long, help_heading = "Kernel tuning")]
+    grid: Option<u32>,
     /// Stop after this many seconds (checked whenever the loss is read back).
     #[arg(long, help_heading = "Job")]
     max_seconds: Option<f64>,
@@ -142,6 +146,7 @@ impl JobArgs {
                 points_per_unit: self.points_per_unit,
                 lanes: self.lanes,
                 persistent: !self.no_persistent,
+                grid: self.grid,
             },
         }
     }
@@ -240,6 +245,7 @@ pub fn flags(cfg: &TrainConfig) -> Vec<String> {
             cfg.kernel.points_per_unit.map(|v| v.to_string()),
         ),
         ("lanes", cfg.kernel.lanes.map(|v| v.to_string())),
+        ("grid", cfg.kernel.grid.map(|v| v.to_string())),
     ];
     for (k, v) in optional {
         if let Some(v) = v {
@@ -311,7 +317,7 @@ mod count_tests {
         let seed = parse(vec![]);
         assert_eq!(parse(flags(&seed)), seed);
         let mut all = parse(
-            "--task sin --n 2.5e5 --hidden 64 --layers 3 --activation tanh --loss huber --optimizer adamw --lr 0.003 --weight-decay 0.01 --schedule cosine --steps 7 --batch-size 100 --accumulate 2 --precision bf16 --seed 9 --target-loss 0.001 --host-data --log-every 3 --points-per-unit 8 --lanes 4 --no-persistent --max-seconds 1.5 --clip-grad 1 --checkpoint-every 5 --patience 4"
+            "--task sin --n 2.5e5 --hidden 64 --layers 3 --activation tanh --loss huber --optimizer adamw --lr 0.003 --weight-decay 0.01 --schedule cosine --steps 7 --batch-size 100 --accumulate 2 --precision bf16 --seed 9 --target-loss 0.001 --host-data --log-every 3 --points-per-unit 8 --lanes 4 --no-persistent --grid 3 --max-seconds 1.5 --clip-grad 1 --checkpoint-every 5 --patience 4"
                 .split(' ')
                 .map(String::from)
                 .collect(),

@@ -259,6 +259,13 @@ impl TrainConfig {
                 ));
             }
         }
+        if self.kernel.grid == Some(0) {
+            return Err(FerroError::arg(
+                "grid",
+                0,
+                "the persistent launch needs at least 1 workgroup (leave it out to choose by the points)",
+            ));
+        }
         if self.kernel.points_per_unit == Some(0) {
             return Err(FerroError::arg(
                 "points-per-unit",

@@ -64,6 +64,12 @@ pub struct KernelKnobs {
     /// persistent grid cannot run, and a reference).
     #[serde(default = "persistent_default")]
     pub persistent: bool,
+    /// GPU fused kernel: workgroups of the persistent launch (`None`: as many
+    /// as the points need, up to the most the device runs at once). A
+    /// checkpoint records the grid its run used, so that a resumed run sums
+    /// its gradients in the same order as the run it continues.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<u32>,
 }
 
 impl Default for KernelKnobs {
@@ -73,6 +79,7 @@ impl Default for KernelKnobs {
             points_per_unit: None,
             lanes: None,
             persistent: true,
+            grid: None,
         }
     }
 }

@@ -342,6 +342,10 @@ impl<R: Runtime> FlatEngine for GpuFused<R> {
         Ok(())
     }
 
+    fn launch_grid(&self) -> Option<u32> {
+        self.persistent.as_ref().map(|p| p.cubes)
+    }
+
     fn restart(&mut self, init: &Params) -> Result<()> {
         // What the last run queued runs first; then all but the data is new.
         self.settle();

@@ -115,9 +115,20 @@ impl Persistent {
             CUBE_UNITS as usize * engine.cfg.kernel.points_per_unit.unwrap_or(POINTS_PER_UNIT);
         // At least one cube per gradient column, so the columns reduce in parallel.
         let width = engine.np as u32 + 1;
-        let cubes = (engine.n.div_ceil(per_cube) as u32)
+        let wanted = (engine.n.div_ceil(per_cube) as u32)
             .max(width)
             .clamp(1, max);
+        // A resumed run keeps the grid of the run it continues, where it runs here.
+        let cubes = match engine.cfg.kernel.grid {
+            Some(g) if (1..=max).contains(&g) => g,
+            Some(g) => {
+                log::warn!(
+                    "the run this one continues used {g} workgroups, more than run at once here ({max}): {wanted} instead, so its sums take another order"
+                );
+                wanted
+            }
+            None => wanted,
+        };
         log::debug!("persistent kernel: {cubes} cubes (the probe's grid: {max})");
         Some(Persistent::fresh(engine, cubes))
     }
