@@ -8,7 +8,8 @@
 //! - `split`: wide layers, a point's hidden units split over a plane's lanes;
 //! - `tensor` + `mma` (cmma fragments) or `mma_regs` (manual MMA on
 //!   registers) + `head` (the output layer) + `down` (a layer going down) +
-//!   `sums`: several hidden layers on tensor cores, half-precision operands;
+//!   `sums` + `first` (the first hidden layer): several hidden layers on
+//!   tensor cores, half-precision operands;
 //!   `held`: their top layers' weight gradients kept in registers over a launch;
 //! - `strips` + `strip`: the same on registers, each plane taking its own
 //!   16 points through every layer (barriers only for the weight gradients);
@@ -23,6 +24,7 @@
 
 pub mod args;
 pub mod down;
+pub mod first;
 pub mod fused;
 pub mod head;
 pub mod held;

@@ -29,10 +29,10 @@ use crate::engine::fused::gpu::kernels::args::{
     registers_to_tile, tile_share, Batch, Points, TileRows,
 };
 use crate::engine::fused::gpu::kernels::down::{backward_layer, delta_rows, hidden_weights};
+use crate::engine::fused::gpu::kernels::first;
 use crate::engine::fused::gpu::kernels::head::{self, Head};
 use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
-use crate::engine::fused::gpu::kernels::math::act_fwd;
 use crate::engine::fused::gpu::kernels::mma::{product, row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
@@ -77,7 +77,6 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let off1 = comptime!(hidden * inputs + hidden);
     let off_out = comptime!(off1 + (layers - 1) * hh);
     let unit = UNIT_POS as usize;
-    let units = CUBE_DIM as usize;
     let row = CUBE_POS * (np + 1);
     let n = batch.count as usize;
     // The hidden-to-hidden layer, forward and backward.
@@ -128,18 +127,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     if comptime!(!streamed) {
         rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
     }
-    // The first layer's weights a unit uses, where it always takes the
-    // same hidden unit (the width divides the cube).
-    let fixed = comptime!(cube_units.is_multiple_of(hidden));
-    let j_fixed = unit % hidden;
-    let mut w_first = Array::<F>::new(comptime!(inputs + 1));
-    if comptime!(fixed) {
-        #[unroll]
-        for a in 0..inputs {
-            w_first[a] = params[j_fixed * inputs + a];
-        }
-        w_first[inputs] = params[comptime!(hidden * inputs) + j_fixed];
-    }
+    // The first layer's weights this unit uses, where it always takes the
+    // same two hidden units.
+    let w_first = first::weights::<F>(params, inputs, hidden, cube_units);
     sync_cube();
 
     let mut lsum = F::new(0.0);
@@ -163,7 +153,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     points.tile_to_registers(&mut xr, &batch, base, unit, x_rows, cube_units, false);
     points.tile_to_registers(&mut yr, &batch, base, unit, y_rows, cube_units, true);
     while base < n {
-        let first = base == CUBE_POS * tile;
+        let first_tile = base == CUBE_POS * tile;
         registers_to_tile::<F>(&xr, &mut xin, 0usize, unit, x_rows, cube_units);
         registers_to_tile::<F>(&yr, &mut yin, 0usize, unit, y_rows, cube_units);
         let next = base + CUBE_COUNT * tile;
@@ -171,27 +161,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         points.tile_to_registers(&mut yr, &batch, next, unit, y_rows, cube_units, true);
         sync_cube();
         // First hidden layer, f32.
-        let mut e = unit;
-        while e < comptime!(tile * hidden) {
-            let t = e / hidden;
-            let j = e % hidden;
-            let mut z = if comptime!(fixed) {
-                w_first[inputs]
-            } else {
-                params[comptime!(hidden * inputs) + j]
-            };
-            #[unroll]
-            for a in 0..inputs {
-                let w_a = if comptime!(fixed) {
-                    w_first[a]
-                } else {
-                    params[j * inputs + a]
-                };
-                z += w_a * xin[t * inputs + a];
-            }
-            acts[t * sh + j] = E::cast_from(act_fwd::<F>(z, act));
-            e += units;
-        }
+        first::layer::<F, E>(
+            &mut acts, &xin, params, &w_first, inputs, hidden, tile, cube_units, act,
+        );
         sync_cube();
         // Hidden layers 2..L on the tensor cores.
         for l in 1..layers {
@@ -239,7 +211,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 &xin,
                 row,
                 layers - r,
-                first,
+                first_tile,
                 comptime!(Some((r - 1) * per_held)),
                 shape,
                 pass,
@@ -258,7 +230,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 &xin,
                 row,
                 layers - r,
-                first,
+                first_tile,
                 None,
                 shape,
                 pass,

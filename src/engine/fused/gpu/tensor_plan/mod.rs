@@ -19,6 +19,9 @@
 //! the launch (`held`; 256 units, up to 192 registers a unit for them)
 //! instead of adding them into its partial row every tile: 4 × 128 299.7 →
 //! 203.0 ms, 3 × 128 137.2 → 123.3 ms on an H100 (2026-12-06-h100/held-grads/);
+//! Above 64 wide with three or more layers such a 64-point cube is taken
+//! even where a larger tile or the strip pass would fit: 3 × 128 140.0 →
+//! 118.6 ms (2026-12-06-h100/first-pairs/);
 //! where they cannot be held, it takes 512 units instead of 256, so twice
 //! the planes share its tile's work: 4 × 128 501.5 → 458.6 ms; with a
 //! 128-point tile (2 × 128) 512 units were slower, 145 → 159 ms
@@ -121,6 +124,19 @@ pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         return Some(p);
     }
     let shared = shared_plan(s, max_shared, manual)?;
+    // A 64-point cube holding its gradients (module note); not timed at 64
+    // wide, where the strips stay (3 × 64 44.7 ms), nor at 2 × 128.
+    if s.hidden > 64 && s.layers >= 3 {
+        let at64 = Plan {
+            tile: 64,
+            units: CUBE_UNITS as usize,
+            held: 0,
+            ..shared
+        };
+        if let Some(p) = holding(s, &at64, max_shared) {
+            return Some(p);
+        }
+    }
     // Planes through every layer on their own where that keeps as many
     // planes at work on a multiprocessor.
     let warps = |p: &Plan| resident_planes(s, p, max_shared);
@@ -188,16 +204,26 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         units: ALONE_UNITS,
         ..p
     };
-    let single = resident_cubes(s, &p, max_shared) <= 1 && p.tile <= 64;
-    let held = held_layers(s, &p);
-    if single && p.regs && held > 0 {
-        return Some(Plan { held, ..p });
+    if let Some(held) = holding(s, &p, max_shared) {
+        return Some(held);
     }
+    let single = resident_cubes(s, &p, max_shared) <= 1 && p.tile <= 64;
     Some(if single && resident_cubes(s, &alone, max_shared) == 1 {
         alone
     } else {
         p
     })
+}
+
+/// `p` holding its top layers' weight gradients, where it can: a cube of
+/// at most 64 points on registers, in shared memory, alone on its
+/// multiprocessor, whose planes share a layer's gradient out evenly.
+fn holding(s: &Shape, p: &Plan, max_shared: usize) -> Option<Plan> {
+    let fits = plan_bytes(s, p) <= max_shared;
+    let single = resident_cubes(s, p, max_shared) <= 1 && p.tile <= 64;
+    let held = held_layers(s, p);
+    (fits && single && p.regs && !p.streamed && !p.strips && held > 0)
+        .then_some(Plan { held, ..*p })
 }
 
 /// Registers a unit may give to held weight gradients: three layers of 128
@@ -344,6 +370,15 @@ mod tests {
         // 4 × 128: four planes alone on a multiprocessor against sixteen.
         let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
         assert!(!wide.strips);
+        // 3 × 128: as many planes either way; held gradients win at 128 wide.
+        let three = plan(&shape(128, 3, Activation::Relu), H200, true).unwrap();
+        assert_eq!((three.strips, three.tile, three.held), (false, 64, 2));
+        // 2 × 128: the shared-output cube (128 points) holds nothing: strips.
+        assert!(
+            plan(&shape(128, 2, Activation::Relu), H200, true)
+                .unwrap()
+                .strips
+        );
         assert_eq!(env::parse("64,strips").map(|p| p.strips), Some(true));
     }
 
