@@ -123,58 +123,6 @@ fn a_used_out_folder_is_refused_and_a_resume_continues_the_same_job() {
     assert!(stderr.contains("another run"), "{stderr}");
 }
 
-/// A resume runs on the persistent grid of the run it continues (so that its
-/// sums take the same order), not on the one this device would choose.
-#[test]
-fn a_resume_keeps_the_persistent_grid_of_the_run_it_continues() {
-    let name = "runs::a_resume_keeps_the_persistent_grid_of_the_run_it_continues";
-    if common::device(common::Kind::Wgpu, name).is_none() {
-        return;
-    }
-    let dir = common::fresh_dir("runs-grid");
-    let out = dir.join("run");
-    let o = out.to_str().unwrap();
-    let engine = |stdout: &str, stderr: &str| {
-        stdout
-            .lines()
-            .chain(stderr.lines())
-            .find(|l| l.starts_with("engine:"))
-            .unwrap_or_default()
-            .to_string()
-    };
-    let workgroups = |line: &str| -> u32 {
-        let n = line.split(" workgroup(s)").next();
-        n.and_then(|s| s.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("no workgroups in: {line}"))
-    };
-    let job = "train --backend wgpu --n 100000 --steps 40 --checkpoint-every 10 --out";
-    let job: Vec<&str> = job.split(' ').collect();
-    // The device's own choice is what the checkpoints record.
-    let own = dir.join("own");
-    let (code, stdout, stderr) = ferrofit(&[&job[..], &[own.to_str().unwrap()]].concat());
-    assert_eq!(code, 0, "{stderr}");
-    let chosen = workgroups(&engine(&stdout, &stderr));
-    let folder = ferrofit::engine::checkpoint::folder(&own);
-    let (saved, _) = ferrofit::engine::checkpoint::latest(&folder).unwrap();
-    assert_eq!(saved.config.kernel.grid, Some(chosen));
-    // A grid given is kept by the resume.
-    let (code, stdout, stderr) = ferrofit(&[&job[..], &[o, "--grid", "1"]].concat());
-    assert_eq!(code, 0, "{stderr}");
-    let line = engine(&stdout, &stderr);
-    assert!(line.contains("persistent kernel, 1 workgroup(s)"), "{line}");
-    // Unfinished again: the resume continues from its newest checkpoint.
-    std::fs::remove_file(out.join("run.json")).unwrap();
-    let (code, stdout, stderr) = ferrofit(&["train", "--resume", o]);
-    assert_eq!(code, 0, "{stderr}");
-    let line = engine(&stdout, &stderr);
-    assert!(line.contains("persistent kernel, 1 workgroup(s)"), "{line}");
-    // Zero workgroups is refused, naming the flag.
-    let (code, _, stderr) = ferrofit(&["train", "--backend", "wgpu", "--grid", "0"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains("grid"), "{stderr}");
-}
-
 /// A tiny deterministic generator for the kill moments (printed, so a failing
 /// moment can be replayed).
 fn moments(seed: u64, k: usize, max_ms: u64) -> Vec<u64> {
