@@ -34,7 +34,8 @@
 #   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
 #                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan), AB_ARGS (e.g. --precision bf16) and
-#                         AB_ENVS (settings the current binary also runs under, e.g.
+#                         AB_BINS (more carried builds, run after the current one, e.g.
+#                         ferrofit_epi) and AB_ENVS (settings the current binary also runs under, e.g.
 #                         FERROFIT_BOUNDS_CHECKS=on or FERROFIT_TILED_BLOCKS=8x4,8x4,128)
 #   profile [JOB ...]     Nsight Compute on one launch: HxL the tensor-core pass (bf16, N = 1e6),
 #                         tiled@HxL the f32 tiled kernel (N = 1e6),
@@ -249,14 +250,21 @@ precision)
   ;;
 ab)
   unpack ferrofit_base /tmp/ferrofit_base
+  for extra in ${AB_BINS:-}; do unpack "$extra" "/tmp/$extra"; done
   for job in ${*:-seed 64x3}; do
     args="--engine fused --backends ${AB_BACKENDS:-cuda,vulkan} ${AB_ARGS:-}"
     [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"
     for round in 1 2; do
-      # The base build, the current one, then the current one under each of AB_ENVS.
-      for v in base current ${AB_ENVS:-}; do
+      # The base build, the current one, each of AB_BINS, then the current
+      # one under each of AB_ENVS.
+      for v in base current ${AB_BINS:-} ${AB_ENVS:-}; do
         bin=$B vars=
-        case $v in base) bin=/tmp/ferrofit_base ;; current) ;; *) vars=$v ;; esac
+        case $v in
+        base) bin=/tmp/ferrofit_base ;;
+        current) ;;
+        *=*) vars=$v ;;
+        *) bin=/tmp/$v ;;
+        esac
         echo "== $job round $round $v"
         env $vars timeout 200 "$bin" bench --reps "$REPS" --no-history $args 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
       done
@@ -270,6 +278,10 @@ profile)
       # then the other 99 in one launch.
       kernel='regex:fused_steps|fused_grad' skip=0 count=2
       run="train --backend cuda --engine fused --n ${job#*@} --steps 100 --log-every 100"
+      # A first run probes the persistent grid (launches of the same kernel)
+      # and keeps the answer in the kernel cache, so the profiled run's
+      # first launches are the job's.
+      $B $run > /dev/null 2>&1
     elif [ "${job%@*}" = tiled ]; then
       hl=${job#*@}
       kernel='regex:tiled_grad' skip=2 count=1

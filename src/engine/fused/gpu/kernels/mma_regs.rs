@@ -181,34 +181,38 @@ pub fn product<F: Float, E: Float>(
                 }
             }
         }
+        // The lane's first pair in the item, as a pair index: rows, column
+        // offsets and the row sets' starts are even. Every other pair is a
+        // constant away, so each access adds one (CubeCL's indices are
+        // unsigned: the compiler does not fold the constant into the load).
+        let lane_pair = ((m0 + row) * sh + n_first + col) / 2usize;
+        let d0 = at.dst / 2usize + lane_pair;
+        let a0 = below_a / 2usize + lane_pair;
         #[unroll]
         for i in 0..rg {
             #[unroll]
             for q in 0..comptime!(2usize * g) {
                 let acc = accs.index(i * 2usize * g + q);
-                let n = n_first + q * TILE_N + col;
                 let mut bias = Vector::<F, Const<2>>::empty();
                 if comptime!(!layer.below) {
-                    let at_b = at.off + comptime!(hidden * hidden) + n;
+                    let at_b = at.off + comptime!(hidden * hidden) + n_first + q * TILE_N + col;
                     bias[0] = params[at_b];
                     bias[1] = params[at_b + 1usize];
                 }
                 #[unroll]
                 for h in 0..2usize {
                     let v = acc[h];
-                    // Even: rows and column offsets are.
-                    let at_v = (m0 + i * BLOCK + row + h * 8usize) * sh + n;
-                    let d = (at.dst + at_v) / 2usize;
+                    let off = comptime!(((i * BLOCK + h * 8) * sh + q * TILE_N) / 2);
                     let mut out = Vector::<E, Const<2>>::empty();
                     if comptime!(!layer.below) {
                         out[0] = E::cast_from(act_fwd::<F>(v[0] + bias[0], act));
                         out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
                     } else {
-                        let a = pairs[(below_a + at_v) / 2usize];
+                        let a = pairs[a0 + off];
                         out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
                         out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
                     }
-                    pairs[d] = out;
+                    pairs[d0 + off] = out;
                 }
             }
         }

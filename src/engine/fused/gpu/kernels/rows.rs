@@ -67,7 +67,7 @@ pub fn zero_if_idle<F: Float>(
 }
 
 /// The end of the launch: the first layer's weight sums (`acc_first`) and
-/// every layer's bias sums (`acc_bias`, a slot a layer) into `row`, then the
+/// every layer's bias sums (`acc_bias`, a sum a layer) into `row`, then the
 /// row's `np` gradient values times `scale`. Every unit calls it.
 #[cube]
 #[allow(clippy::too_many_arguments)]

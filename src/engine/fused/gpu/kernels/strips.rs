@@ -94,7 +94,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         loss,
         use_idx,
     });
-    let mut acc_bias = rows::zeroed::<F>(layers);
+    let mut acc_bias = rows::zeroed::<F>(comptime!(layers * s_bias.slots()));
     let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
     let mut sums = rows::zeroed::<F>(comptime!(outputs + 1));
     let mut grads_out = rows::zeroed::<F>(comptime!(outputs * keep));

@@ -104,7 +104,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
     let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
     let mut acc_out = rows::zeroed::<F>(comptime!(hd.slots()));
-    let mut acc_bias = rows::zeroed::<F>(layers);
+    let mut acc_bias = rows::zeroed::<F>(comptime!(layers * s_bias.slots()));
     let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
     // The held layers' weight gradients, `per_held` blocks a layer a plane.
     let per_held = comptime!(held::blocks_a_plane(hidden, planes).unwrap_or(0));
