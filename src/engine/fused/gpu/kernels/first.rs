@@ -66,9 +66,12 @@ pub fn layer<F: Float, E: Float>(
             .to_slice_mut()
             .into_vectorized()
             .with_vector_size::<Const<2>>();
-        let mut e = unit;
-        while e < comptime!(tile * hidden / 2) {
-            let t = e / half_w;
+        // The unit's points step by a constant (the half width divides the
+        // cube), and so does its pair index: no division or product a point.
+        let step = comptime!(units / half_w);
+        let mut t = unit / half_w;
+        let mut at = (t * sh + j) / 2usize;
+        while t < tile {
             let mut out = Vector::<E, Const<2>>::empty();
             #[unroll]
             for h in 0..2usize {
@@ -80,8 +83,9 @@ pub fn layer<F: Float, E: Float>(
                 out[h] = E::cast_from(act_fwd::<F>(z, act));
             }
             // Even: the row stride and j are.
-            pairs[(t * sh + j) / 2usize] = out;
-            e += units;
+            pairs[at] = out;
+            t += step;
+            at += comptime!(step * sh / 2);
         }
     } else {
         let mut e = unit;

@@ -93,11 +93,12 @@ pub fn sweep<F: Float + CubeElement, E: Float>(
         .into_vectorized()
         .with_vector_size::<Const<8>>();
     let mut lsum = F::new(0.0);
-    // Every lane of a plane takes an item (tile · lanes is a multiple of 32).
-    let mut item = unit;
-    while item < comptime!(h.tile * lanes) {
-        let t = item / lanes;
-        let at = (last + t * sh + j0) / CHUNK;
+    // Every lane of a plane takes an item (tile · lanes is a multiple of 32);
+    // a unit's points step by a constant, and so does its chunk's index.
+    let step = comptime!(h.units / lanes);
+    let mut t = unit / lanes;
+    let mut at = (last + t * sh + j0) / CHUNK;
+    while t < comptime!(h.tile) {
         let mut a = Array::<F>::new(CHUNK);
         let mut s = Array::<F>::new(CHUNK);
         #[unroll]
@@ -156,7 +157,8 @@ pub fn sweep<F: Float + CubeElement, E: Float>(
         if mine {
             rows[at] = delta;
         }
-        item += comptime!(h.units);
+        t += step;
+        at += comptime!(step * sh / CHUNK);
     }
     lsum
 }
