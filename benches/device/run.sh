@@ -32,7 +32,7 @@
 #                         (default 64x3 128x4; PRECISIONS, e.g. "bf16", picks the first part's;
 #                         PREC_BACKENDS the backends, default cuda, e.g. cuda,vulkan)
 #   ab [JOB ...]          ferrofit_base in .dev/ (a baseline build) against the current binary,
-#                         alternately, twice each, on jobs `seed` or HxL (default seed 64x3);
+#                         alternately, twice each (the second round in reverse order), on jobs `seed` or HxL (default seed 64x3);
 #                         AB_BACKENDS (default cuda,vulkan), AB_ARGS (e.g. --precision bf16) and
 #                         AB_BINS (more carried builds, run after the current one, e.g.
 #                         ferrofit_epi) and AB_ENVS (settings the current binary also runs under, e.g.
@@ -254,10 +254,13 @@ ab)
   for job in ${*:-seed 64x3}; do
     args="--engine fused --backends ${AB_BACKENDS:-cuda,vulkan} ${AB_ARGS:-}"
     [ "$job" != seed ] && args="$args --hidden ${job%x*} --layers ${job#*x}"
+    order="base current ${AB_BINS:-} ${AB_ENVS:-}"
     for round in 1 2; do
       # The base build, the current one, each of AB_BINS, then the current
-      # one under each of AB_ENVS.
-      for v in base current ${AB_BINS:-} ${AB_ENVS:-}; do
+      # one under each of AB_ENVS; the second round in the reverse order, so
+      # that no build always runs in the same place (after the same one).
+      [ $round = 2 ] && order=$(printf '%s\n' $order | tac | tr '\n' ' ')
+      for v in $order; do
         bin=$B vars=
         case $v in
         base) bin=/tmp/ferrofit_base ;;
