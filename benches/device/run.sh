@@ -42,6 +42,8 @@
 #                         seed@N the seed job's persistent kernel at N points (f32, its first
 #                         step alone and the 99 after it in one launch): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
+#   source [HxL ...]      the CUDA C++ that NVRTC compiles for the tensor-core pass in bf16 (CubeCL's
+#                         full compilation log, kernel cache off), one file a model (default 128x4)
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 64,256,held=2; `auto`: the
 #                         engine's choice), alternately, twice each
@@ -300,6 +302,17 @@ profile)
       --section InstructionStats --print-details all \
       $B $run > "$OUT/profile_$job.txt" 2>&1
     grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Executed Instructions|Duration|Compute \(SM\)|Memory Throughput|DRAM Throughput" "$OUT/profile_$job.txt"
+  done
+  ;;
+source)
+  for job in ${*:-128x4}; do
+    dir=/tmp/source_$job
+    mkdir -p "$dir"
+    printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$OUT/source_$job.log" > "$dir/cubecl.toml"
+    (cd "$dir" && FERROFIT_KERNEL_CACHE=off timeout 120 $B train --backend cuda --engine fused --precision bf16 \
+      --hidden "${job%x*}" --layers "${job#*x}" --steps 1 --log-every 1) > /dev/null 2>>"$OUT/stderr.txt"
+    gzip -f "$OUT/source_$job.log"
+    ls -l "$OUT/source_$job.log.gz"
   done
   ;;
 plans)
