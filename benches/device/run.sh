@@ -42,6 +42,9 @@
 #                         seed@N the seed job's persistent kernel at N points (f32, its first
 #                         step alone and the 99 after it in one launch): launch,
 #                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
+#   sass [HxL ...]        Nsight Compute's full set on one launch of the tensor-core pass (bf16, N = 1e6):
+#                         details, the SASS source page as CSV (gzipped) and its summary by opcode and
+#                         by block (benches/device/sass.py) (default 128x4)
 #   source [HxL ...]      the CUDA C++ that NVRTC compiles for the tensor-core pass in bf16 (CubeCL's
 #                         full compilation log, kernel cache off), one file a model (default 128x4)
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
@@ -302,6 +305,19 @@ profile)
       --section InstructionStats --print-details all \
       $B $run > "$OUT/profile_$job.txt" 2>&1
     grep -E "Registers Per|Shared Memory Config|Achieved Occupancy|Theoretical Occupancy|Block Limit|Stall|Issued Warp|Executed Instructions|Duration|Compute \(SM\)|Memory Throughput|DRAM Throughput" "$OUT/profile_$job.txt"
+  done
+  ;;
+sass)
+  ncu=/usr/local/cuda/bin/ncu
+  for job in ${*:-128x4}; do
+    rep=/tmp/sass_$job
+    $ncu --set full --import-source yes --kernel-name 'regex:tensor_grad|strips_grad' --launch-skip 2 \
+      --launch-count 1 -f -o "$rep" $B train --backend cuda --engine fused --precision bf16 \
+      --hidden "${job%x*}" --layers "${job#*x}" --steps 4 > "$OUT/sass_${job}_run.txt" 2>&1
+    $ncu --import "$rep.ncu-rep" --page details --print-details all > "$OUT/details_$job.txt" 2>&1
+    $ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$job.csv" 2>>"$OUT/stderr.txt"
+    gzip -f "$OUT/sass_$job.csv"
+    python3 benches/device/sass.py "$OUT/sass_$job.csv.gz" | tee "$OUT/sass_${job}_summary.txt"
   done
   ;;
 source)
