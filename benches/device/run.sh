@@ -72,6 +72,12 @@ REPS=${REPS:-5}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv > "$OUT/gpu.txt" 2>&1
 $B devices > "$OUT/devices.txt" 2>&1
 
+# The tensor-core pass's kernels, and a bf16 `train` of model HxL that runs them.
+TENSOR_KERNELS='regex:tensor_grad|strips_grad'
+bf16_train() {  # bf16_train HxL: the train arguments (more may follow)
+  echo "train --backend cuda --engine fused --precision bf16 --hidden ${1%x*} --layers ${1#*x}"
+}
+
 bench() {  # bench NAME ARGS...: one bench call, its table printed, JSON and Markdown kept
   local name=$1
   shift
@@ -295,8 +301,8 @@ profile)
       kernel='regex:tiled_grad' skip=2 count=1
       run="train --backend cuda --engine fused --precision f32 --hidden ${hl%x*} --layers ${hl#*x} --steps 4"
     else
-      kernel='regex:tensor_grad|strips_grad' skip=2 count=1
-      run="train --backend cuda --engine fused --precision bf16 --hidden ${job%x*} --layers ${job#*x} --steps 4"
+      kernel=$TENSOR_KERNELS skip=2 count=1
+      run="$(bf16_train "$job") --steps 4"
     fi
     job=${job//@/_}
     /usr/local/cuda/bin/ncu --kernel-name "$kernel" --launch-skip $skip --launch-count $count \
@@ -311,9 +317,8 @@ sass)
   ncu=/usr/local/cuda/bin/ncu
   for job in ${*:-128x4}; do
     rep=/tmp/sass_$job
-    $ncu --set full --import-source yes --kernel-name 'regex:tensor_grad|strips_grad' --launch-skip 2 \
-      --launch-count 1 -f -o "$rep" $B train --backend cuda --engine fused --precision bf16 \
-      --hidden "${job%x*}" --layers "${job#*x}" --steps 4 > "$OUT/sass_${job}_run.txt" 2>&1
+    $ncu --set full --import-source yes --kernel-name "$TENSOR_KERNELS" --launch-skip 2 \
+      --launch-count 1 -f -o "$rep" $B $(bf16_train "$job") --steps 4 > "$OUT/sass_${job}_run.txt" 2>&1
     $ncu --import "$rep.ncu-rep" --page details --print-details all > "$OUT/details_$job.txt" 2>&1
     $ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$OUT/sass_$job.csv" 2>>"$OUT/stderr.txt"
     gzip -f "$OUT/sass_$job.csv"
@@ -325,8 +330,8 @@ source)
     dir=/tmp/source_$job
     mkdir -p "$dir"
     printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$OUT/source_$job.log" > "$dir/cubecl.toml"
-    (cd "$dir" && FERROFIT_KERNEL_CACHE=off timeout 120 $B train --backend cuda --engine fused --precision bf16 \
-      --hidden "${job%x*}" --layers "${job#*x}" --steps 1 --log-every 1) > /dev/null 2>>"$OUT/stderr.txt"
+    (cd "$dir" && FERROFIT_KERNEL_CACHE=off timeout 120 $B $(bf16_train "$job") --steps 1 --log-every 1) \
+      > /dev/null 2>>"$OUT/stderr.txt"
     gzip -f "$OUT/source_$job.log"
     ls -l "$OUT/source_$job.log.gz"
   done

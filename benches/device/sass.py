@@ -12,10 +12,11 @@ import sys
 
 
 def opcode(source):
+    """The instruction's opcode without its modifiers (`IMAD.U32` → `IMAD`)."""
     words = source.split()
     if words and words[0].startswith("@"):
         words = words[1:]
-    return words[0] if words else ""
+    return words[0].split(".")[0] if words else ""
 
 
 def main():
@@ -39,15 +40,15 @@ def main():
     print(f"# {total} warp instructions, {samples} stall samples, {len(lines)} SASS lines")
     by_op = collections.defaultdict(lambda: [0, 0])
     for op, n, s in lines:
-        by_op[op.split(".")[0]][0] += n
-        by_op[op.split(".")[0]][1] += s
+        by_op[op][0] += n
+        by_op[op][1] += s
     for op, (n, s) in sorted(by_op.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"{op:<10} {100 * n / total:5.1f}% instructions {100 * s / samples:5.1f}% stall samples")
     print("\n# blocks: lines executed equally often (count, lines, share, top opcodes)")
     blocks = collections.defaultdict(collections.Counter)
     for op, n, _ in lines:
         if n:
-            blocks[n][op.split(".")[0]] += 1
+            blocks[n][op] += 1
     ranked = sorted(blocks.items(), key=lambda kv: -kv[0] * sum(kv[1].values()))
     for count, ops in ranked[:top]:
         size = sum(ops.values())
