@@ -11,7 +11,7 @@ impl<R: Runtime> GpuFused<R> {
         if let Some(p) = self.pass.tensor {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \
-                 {} points a tile, {} units a workgroup, products on {}, weights {}{}, \
+                 {} points a tile, {} units a workgroup, products on {}, weights {}{}{}, \
                  two launches per step",
                 self.cfg.precision.name(),
                 p.tile,
@@ -32,6 +32,11 @@ impl<R: Runtime> GpuFused<R> {
                     0 => String::new(),
                     1 => ", the top layer's weight gradient held in registers".into(),
                     n => format!(", the top {n} layers' weight gradients held in registers"),
+                },
+                if p.down_sums {
+                    ", bias sums made as the δ going down is"
+                } else {
+                    ""
                 }
             ));
         }

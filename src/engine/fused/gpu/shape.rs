@@ -139,6 +139,10 @@ pub struct Plan {
     /// registers over the launch (`kernels::held`; shared-output pass on
     /// registers only), not added into the partial row every tile.
     pub held: usize,
+    /// The bias and first-layer sums made in the down products' epilogue
+    /// from their f32 δ (`kernels::colsums`; shared-output pass on registers
+    /// only), not read back from the δ rows every tile (`kernels::sums`).
+    pub down_sums: bool,
 }
 
 /// Whether d act / dz needs z itself (silu, gelu); the others follow from act(z).

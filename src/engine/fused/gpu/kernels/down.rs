@@ -3,9 +3,12 @@
 //! cube's partial row each tile, or held in registers over the launch
 //! ([`crate::engine::fused::gpu::kernels::held`]) —, the bias sums, and
 //! `δ_below = (δ·W) ⊙ act'(a)` into a row set nobody reads any more, so all
-//! take one stretch between barriers; and where the products read a
-//! layer's weights from.
+//! take one stretch between barriers (the bias sums below the top layer in
+//! the product's epilogue where the plan says so,
+//! [`crate::engine::fused::gpu::kernels::colsums`]); and where the products
+//! read a layer's weights from.
 
+use crate::engine::fused::gpu::kernels::colsums::Cols;
 use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::mma::{product, row_stride, weight_grads, PLANE_UNITS};
@@ -43,6 +46,7 @@ pub fn backward_layer<F: Float, E: Float>(
     half: &Array<E>,
     params: &Array<F>,
     acc_bias: &mut Array<F>,
+    down_sums: &mut Array<F>,
     xin: &SharedMemory<F>,
     row: usize,
     l: usize,
@@ -79,7 +83,16 @@ pub fn backward_layer<F: Float, E: Float>(
     } else {
         weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes);
     }
-    add_share::<F, E>(acc_bias, l, acts, xin, d_here, s_bias);
+    // The bias sums from the δ rows: only the top layer's where the down
+    // products make the others (`colsums`).
+    let cols = comptime!(Cols::of(&shape, &pass));
+    if comptime!(cols.is_some()) {
+        if l + 1 == layers {
+            add_share::<F, E>(acc_bias, l, acts, xin, d_here, s_bias);
+        }
+    } else {
+        add_share::<F, E>(acc_bias, l, acts, xin, d_here, s_bias);
+    }
     // δ (`src`) times the weights, times act' of the a below, into a free set.
     let down = At {
         off,
@@ -87,8 +100,22 @@ pub fn backward_layer<F: Float, E: Float>(
         dst: delta_rows(l - 1, layers) * plane_rows,
     };
     let w = hidden_weights::<E>(wsm, half, l, off1, hh, streamed, w_rows);
-    if comptime!(regs) {
-        mma_regs::product::<F, E>(acts, &w, params, &down, a_below, backward, ws, planes);
+    if comptime!(regs && cols.is_some()) {
+        // The first hidden layer's δ: its weight sums too (a second copy
+        // of the product, where `l` is not known when compiled).
+        if l == 1 {
+            mma_regs::product::<F, E>(
+                acts, &w, params, &down, a_below, down_sums, xin, l - 1, backward, ws, planes, cols, true,
+            );
+        } else {
+            mma_regs::product::<F, E>(
+                acts, &w, params, &down, a_below, down_sums, xin, l - 1, backward, ws, planes, cols, false,
+            );
+        }
+    } else if comptime!(regs) {
+        mma_regs::product::<F, E>(
+            acts, &w, params, &down, a_below, down_sums, xin, 0usize, backward, ws, planes, None, false,
+        );
     } else {
         product::<F, E>(acts, scr, &w, params, &down, a_below, backward, ws, planes);
     }

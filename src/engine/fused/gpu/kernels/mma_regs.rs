@@ -16,6 +16,7 @@
 //! 8–15; a B operand of two n8 tiles is four, k 0–7 / 8–15 of the first tile,
 //! then of the second. Operands stored the other way round load transposed.
 
+use crate::engine::fused::gpu::kernels::colsums::{self, Cols};
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
 use crate::engine::fused::gpu::kernels::mma::{
@@ -130,6 +131,11 @@ pub fn position(lane: usize) -> (usize, usize) {
 }
 
 /// [`crate::engine::fused::gpu::kernels::mma::product`] on registers.
+/// Going down with `sums`, it also adds the column sums of the δ it makes
+/// into `kept` ([`colsums`]): sum `which` (the bias of the layer below) and,
+/// with `first` (the layer below is the first hidden layer), the first
+/// layer's weight sums (δ·x, the inputs `xin`) — whose δ rows nothing else
+/// reads then, so they are not stored.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub fn product<F: Float, E: Float>(
@@ -138,9 +144,14 @@ pub fn product<F: Float, E: Float>(
     params: &Array<F>,
     at: &At,
     below_a: usize,
+    kept: &mut Array<F>,
+    xin: &SharedMemory<F>,
+    which: usize,
     #[comptime] layer: Layer,
     #[comptime] ws: usize,
     #[comptime] planes: usize,
+    #[comptime] sums: Option<Cols>,
+    #[comptime] first: bool,
 ) {
     let hidden = comptime!(layer.out_w);
     let act = comptime!(layer.act);
@@ -159,7 +170,12 @@ pub fn product<F: Float, E: Float>(
     // The lane's row and column offsets in its ldmatrix pointers.
     let a_row = l % 16usize;
     let a_col = (l / 16usize) * 8usize;
+    // Sums over the inputs too: the first layer's δ is not stored.
+    let with_x = comptime!(first && sums.is_some_and(|c| c.first));
+    let inputs = comptime!(sums.map_or(1, |c| c.inputs));
+    let values = comptime!(sums.map_or(1, |c| c.values()));
     let mut b = plane;
+    let mut j = 0usize;
     while b < work {
         let (m0, n_first) = origin(b, sp);
         let mut accs = zeros::<F>(comptime!(rg * g));
@@ -188,6 +204,24 @@ pub fn product<F: Float, E: Float>(
         let lane_pair = ((m0 + row) * sh + n_first + col) / 2usize;
         let d0 = at.dst / 2usize + lane_pair;
         let a0 = below_a / 2usize + lane_pair;
+        // The item's column sums (`values` a lane), and the inputs of its rows.
+        let mut cs = colsums::zeros::<F>(values);
+        let mut fs = Sequence::<Array<F>>::new();
+        let mut xs = Array::<F>::new(comptime!(2 * rg * inputs));
+        if comptime!(with_x) {
+            #[unroll]
+            for _ in 0..inputs {
+                fs.push(colsums::zeros::<F>(values));
+            }
+            #[unroll]
+            for r in 0..comptime!(2 * rg) {
+                let t = m0 + row + comptime!((r / 2) * BLOCK + (r % 2) * 8);
+                #[unroll]
+                for a in 0..inputs {
+                    xs[comptime!(r * inputs + a)] = xin[t * inputs + a];
+                }
+            }
+        }
         #[unroll]
         for i in 0..rg {
             #[unroll]
@@ -209,13 +243,42 @@ pub fn product<F: Float, E: Float>(
                         out[1] = E::cast_from(act_fwd::<F>(v[1] + bias[1], act));
                     } else {
                         let a = pairs[a0 + off];
-                        out[0] = E::cast_from(v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act));
-                        out[1] = E::cast_from(v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act));
+                        let d_lo = v[0] * act_bwd_at::<F>(F::cast_from(a[0]), act);
+                        let d_hi = v[1] * act_bwd_at::<F>(F::cast_from(a[1]), act);
+                        out[0] = E::cast_from(d_lo);
+                        out[1] = E::cast_from(d_hi);
+                        if comptime!(sums.is_some()) {
+                            cs[comptime!(2 * q)] += d_lo;
+                            cs[comptime!(2 * q + 1)] += d_hi;
+                        }
+                        if comptime!(with_x) {
+                            #[unroll]
+                            for a in 0..inputs {
+                                let x = xs[comptime!((2 * i + h) * inputs + a)];
+                                let f = fs.index_mut(a);
+                                f[comptime!(2 * q)] += d_lo * x;
+                                f[comptime!(2 * q + 1)] += d_hi * x;
+                            }
+                        }
                     }
-                    pairs[d0 + off] = out;
+                    if comptime!(!with_x) {
+                        pairs[d0 + off] = out;
+                    }
                 }
             }
         }
+        if comptime!(sums.is_some()) {
+            let c = comptime!(sums.unwrap());
+            colsums::keep::<F>(kept, &mut cs, which, j, c);
+            if comptime!(with_x) {
+                #[unroll]
+                for a in 0..inputs {
+                    let set = comptime!(c.layers - 1 + a);
+                    colsums::keep::<F>(kept, fs.index_mut(a), set, j, c);
+                }
+            }
+        }
+        j += 1usize;
         b += planes;
     }
 }

@@ -11,6 +11,7 @@
 //!   `sums` + `first` (the first hidden layer): several hidden layers on
 //!   tensor cores, half-precision operands;
 //!   `held`: their top layers' weight gradients kept in registers over a launch;
+//!   `colsums`: their bias and first-layer sums made by the products going down;
 //! - `strips` + `strip`: the same on registers, each plane taking its own
 //!   16 points through every layer (barriers only for the weight gradients);
 //!   `rows`: what the two tensor-core passes do alike around their tiles;
@@ -23,6 +24,7 @@
 //!   device functions shared by all of them.
 
 pub mod args;
+pub mod colsums;
 pub mod down;
 pub mod first;
 pub mod fused;

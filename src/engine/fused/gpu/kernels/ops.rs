@@ -83,18 +83,18 @@ pub fn cube_rows<F: Float>(
             // Halve the values each level: the lane whose bit is set keeps
             // the upper half and sends the lower.
             if comptime!(scatter > 16) {
-                scatter_level::<F>(&mut v, lane, 16usize);
+                scatter_level::<F>(&mut v, lane, 16usize, 16usize);
             }
             if comptime!(scatter > 8) {
-                scatter_level::<F>(&mut v, lane, 8usize);
+                scatter_level::<F>(&mut v, lane, 8usize, 8usize);
             }
             if comptime!(scatter > 4) {
-                scatter_level::<F>(&mut v, lane, 4usize);
+                scatter_level::<F>(&mut v, lane, 4usize, 4usize);
             }
             if comptime!(scatter > 2) {
-                scatter_level::<F>(&mut v, lane, 2usize);
+                scatter_level::<F>(&mut v, lane, 2usize, 2usize);
             }
-            scatter_level::<F>(&mut v, lane, 1usize);
+            scatter_level::<F>(&mut v, lane, 1usize, 1usize);
             red[group * padded + c * scatter + lane] = v[0];
         }
         sync_cube();
@@ -166,17 +166,23 @@ pub fn cube_rows<F: Float>(
     }
 }
 
-/// One level of [`cube_rows`]' reduce-scatter over `2·half` values in
-/// `v[0..2·half]`: after it, `v[0..half]` holds this lane's half (the upper one
-/// where bit `half` of `lane` is set) plus the partner lane's same half.
+/// One level of a reduce-scatter over `2·half` values in `v[0..2·half]`
+/// between the lanes `mask` apart: after it, `v[0..half]` holds this lane's
+/// half (the upper one where bit `mask` of `lane` is set) plus the partner
+/// lane's same half.
 #[cube]
-fn scatter_level<F: Float>(v: &mut Array<F>, lane: usize, #[comptime] half: usize) {
-    let upper = (lane & half) != 0;
+pub fn scatter_level<F: Float>(
+    v: &mut Array<F>,
+    lane: usize,
+    #[comptime] half: usize,
+    #[comptime] mask: usize,
+) {
+    let upper = (lane & mask) != 0;
     #[unroll]
     for i in 0..half {
         let lo = v[i];
         let hi = v[i + half];
-        let got = plane_shuffle_xor(select(upper, lo, hi), half as u32);
+        let got = plane_shuffle_xor(select(upper, lo, hi), mask as u32);
         v[i] = select(upper, hi, lo) + got;
     }
 }

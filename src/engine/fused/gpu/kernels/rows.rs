@@ -5,6 +5,7 @@
 //! row finished — the bias and first-layer sums flushed ([`sums::flush`]),
 //! the row scaled by the batch's scale (the δs were unscaled).
 
+use crate::engine::fused::gpu::kernels::colsums::Cols;
 use crate::engine::fused::gpu::kernels::sums::{self, Sum};
 use crate::engine::fused::gpu::shape::Shape;
 use cubecl::prelude::*;
@@ -67,8 +68,9 @@ pub fn zero_if_idle<F: Float>(
 }
 
 /// The end of the launch: the first layer's weight sums (`acc_first`) and
-/// every layer's bias sums (`acc_bias`, a sum a layer) into `row`, then the
-/// row's `np` gradient values times `scale`. Every unit calls it.
+/// every layer's bias sums (`acc_bias`, a sum a layer) into `row` — those
+/// the down products kept (`cols`) written already —, then the row's `np`
+/// gradient values times `scale`. Every unit calls it.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub fn finish<F: Float>(
@@ -81,15 +83,22 @@ pub fn finish<F: Float>(
     #[comptime] shape: Shape,
     #[comptime] s_first: Sum,
     #[comptime] s_bias: Sum,
+    #[comptime] cols: Option<Cols>,
 ) {
     let (inputs, hidden, layers) = comptime!((shape.inputs, shape.hidden, shape.layers));
     let hh = comptime!(hidden * hidden + hidden);
     let off1 = comptime!(hidden * inputs + hidden);
     let np = comptime!(shape.params());
-    sums::flush::<F>(acc_first, 0, red, partials, row, s_first);
-    let at_first_bias = row + comptime!(hidden * inputs);
-    sums::flush::<F>(acc_bias, 0, red, partials, at_first_bias, s_bias);
-    for l in 1..layers {
+    // Sums the down products made are written already (`colsums::flush`).
+    let (from, first_done) = comptime!(cols.map_or((0, false), |c| (c.layers - 1, c.first)));
+    if comptime!(!first_done) {
+        sums::flush::<F>(acc_first, 0, red, partials, row, s_first);
+    }
+    if comptime!(from == 0) {
+        let at_first_bias = row + comptime!(hidden * inputs);
+        sums::flush::<F>(acc_bias, 0, red, partials, at_first_bias, s_bias);
+    }
+    for l in comptime!(from.max(1))..layers {
         let at = row + off1 + (l - 1) * hh + comptime!(hidden * hidden);
         sums::flush::<F>(acc_bias, l, red, partials, at, s_bias);
     }

@@ -241,6 +241,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         shape,
         s_first,
         s_bias,
+        None,
     );
 }
 

@@ -28,6 +28,7 @@
 use crate::engine::fused::gpu::kernels::args::{
     registers_to_tile, tile_share, Batch, Points, TileRows,
 };
+use crate::engine::fused::gpu::kernels::colsums::{self, Cols};
 use crate::engine::fused::gpu::kernels::down::{backward_layer, delta_rows, hidden_weights};
 use crate::engine::fused::gpu::kernels::first;
 use crate::engine::fused::gpu::kernels::head::{self, Head};
@@ -109,6 +110,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     // The held layers' weight gradients, `per_held` blocks a layer a plane.
     let per_held = comptime!(held::blocks_a_plane(hidden, planes).unwrap_or(0));
     let mut kept = mma_regs::zeros::<F>(comptime!(held * per_held));
+    // The bias and first-layer sums the down products make, where they do.
+    let cols = comptime!(Cols::of(&shape, &pass));
+    let mut down_sums = colsums::zeros::<F>(comptime!(cols.map_or(1, |c| c.slots())));
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
@@ -174,7 +178,21 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             };
             let w = hidden_weights::<E>(&wsm, half, l, off1, hh, streamed, w_rows);
             if comptime!(regs) {
-                mma_regs::product::<F, E>(&mut acts, &w, params, &at, 0, forward, ws, planes);
+                mma_regs::product::<F, E>(
+                    &mut acts,
+                    &w,
+                    params,
+                    &at,
+                    0,
+                    &mut down_sums,
+                    &xin,
+                    0,
+                    forward,
+                    ws,
+                    planes,
+                    None,
+                    false,
+                );
             } else {
                 product::<F, E>(&mut acts, &mut scr, &w, params, &at, 0, forward, ws, planes);
             }
@@ -208,6 +226,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 half,
                 params,
                 &mut acc_bias,
+                &mut down_sums,
                 &xin,
                 row,
                 layers - r,
@@ -227,6 +246,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                 half,
                 params,
                 &mut acc_bias,
+                &mut down_sums,
                 &xin,
                 row,
                 layers - r,
@@ -237,9 +257,14 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
             );
         }
         // First layer's gradients: Σ_t δ_1·x, Σ_t δ_1.
+        // (from the δ rows where the down products did not make them).
         let d_first = delta_rows(0usize, layers) * plane_rows;
-        add_share::<F, E>(&mut acc_first, 0, &acts, &xin, d_first, s_first);
-        add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, d_first, s_bias);
+        if comptime!(!cols.is_some_and(|c| c.first)) {
+            add_share::<F, E>(&mut acc_first, 0, &acts, &xin, d_first, s_first);
+        }
+        if comptime!(cols.is_none()) {
+            add_share::<F, E>(&mut acc_bias, 0, &acts, &xin, d_first, s_bias);
+        }
         sync_cube();
         base = next;
     }
@@ -254,6 +279,9 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         partials[row + np] = total;
     }
     head::flush::<F>(&acc_out, &mut red, partials, row + off_out, hd);
+    if comptime!(cols.is_some()) {
+        colsums::flush::<F>(&down_sums, &mut scr, partials, row, comptime!(cols.unwrap()));
+    }
     rows::finish::<F>(
         &acc_first,
         &acc_bias,
@@ -264,6 +292,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         shape,
         s_first,
         s_bias,
+        cols,
     );
 }
 

@@ -1,5 +1,7 @@
 //! `FERROFIT_TENSOR_PLAN`: a tensor-core layout named in the environment
-//! (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N]`, e.g. `64,256,held=2`)
+//! (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N][,tile-sums]`, e.g.
+//! `64,256,held=2`; `tile-sums`: the bias and first-layer sums read back
+//! from the δ rows, not made in the down products)
 //! instead of the one [`super::plan`] chooses, where it fits the model and
 //! the device — for A/B runs on a device (`benches/device/run.sh plans`).
 
@@ -30,7 +32,7 @@ pub(super) fn overridden(s: &Shape, max_shared: usize, manual: bool) -> Option<P
     fits.then_some(p)
 }
 
-/// `TILE[,streamed][,UNITS][,cmma][,strips][,held=N]` as a plan.
+/// `TILE[,streamed][,UNITS][,cmma][,strips][,held=N][,tile-sums]` as a plan.
 pub(super) fn parse(text: &str) -> Option<Plan> {
     let mut parts = text.split(',').map(str::trim);
     let tile = parts.next()?.parse().ok().filter(|t| TILES.contains(t))?;
@@ -41,12 +43,14 @@ pub(super) fn parse(text: &str) -> Option<Plan> {
         regs: true,
         strips: false,
         held: 0,
+        down_sums: true,
     };
     for word in parts {
         match word {
             "streamed" => p.streamed = true,
             "cmma" => p.regs = false,
             "strips" => p.strips = true,
+            "tile-sums" => p.down_sums = false,
             "256" | "512" => p.units = word.parse().ok()?,
             _ if word.starts_with("held=") => p.held = word["held=".len()..].parse().ok()?,
             _ => return None,
@@ -69,6 +73,8 @@ mod tests {
             parse("64,256,held=2").map(|p| (p.units, p.held)),
             Some((256, 2))
         );
+        assert!(!parse("64,tile-sums").unwrap().down_sums);
+        assert!(parse("64").unwrap().down_sums);
         assert_eq!(parse("64,held=x"), None);
         assert_eq!(parse("64,fast"), None);
         assert_eq!(parse("48"), None);

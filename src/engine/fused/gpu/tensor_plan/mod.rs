@@ -29,12 +29,13 @@
 //! The products run on registers (`kernels::mma_regs`) where the device has
 //! manual MMA and `ldmatrix` for the operand type and the weights are in
 //! shared memory (3 × 64 101.9 → 91.7 ms, 4 × 128 473 → 367 ms, `plans-regs/`),
-//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N]`,
+//! else on `cmma` fragments (`kernels::mma`). `FERROFIT_TENSOR_PLAN` (`TILE[,streamed][,UNITS][,cmma][,strips][,held=N][,tile-sums]`,
 //! e.g. `64,256,held=2`) overrides the choice where that layout fits, for A/B runs
 //! on a device.
 
 mod env;
 
+use crate::engine::fused::gpu::kernels::colsums::Cols;
 use crate::engine::fused::gpu::kernels::held;
 use crate::engine::fused::gpu::kernels::mma::{row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::ops::{cubes_by_shared, CUBE_UNITS};
@@ -120,9 +121,24 @@ pub fn resident_cubes(s: &Shape, plan: &Plan, per_sm_shared: usize) -> usize {
 /// shared memory a cube (None when not even a 16-point tile fits), on a
 /// device with (`manual`) or without manual MMA and `ldmatrix`.
 pub fn plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
-    if let Some(p) = env::overridden(s, max_shared, manual) {
-        return Some(p);
+    let p = env::overridden(s, max_shared, manual).or_else(|| chosen(s, max_shared, manual))?;
+    Some(with_down_sums(s, p))
+}
+
+/// `p` with its bias and first-layer sums in the down products' epilogue
+/// where its pass takes them: the shared-output pass on registers, its
+/// items' sums within the scratch ([`Cols::fits`]). On an H200 at 4 × 128:
+/// docs/PERFORMANCE.md, "Sums where the δ is made".
+fn with_down_sums(s: &Shape, p: Plan) -> Plan {
+    let takes = p.regs && !p.strips && !p.streamed && Cols::new(s, p.tile, p.units).fits();
+    Plan {
+        down_sums: p.down_sums && takes,
+        ..p
     }
+}
+
+/// The layout the pass takes for `s` when the environment names none.
+fn chosen(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
     let shared = shared_plan(s, max_shared, manual)?;
     // A 64-point cube holding its gradients (module note); not timed at 64
     // wide, where the strips stay (3 × 64 44.7 ms), nor at 2 × 128.
@@ -160,6 +176,7 @@ fn strips_of(tile: usize) -> Plan {
         regs: true,
         strips: true,
         held: 0,
+        down_sums: true,
     }
 }
 
@@ -185,6 +202,7 @@ fn shared_plan(s: &Shape, max_shared: usize, manual: bool) -> Option<Plan> {
         regs: manual && !streamed,
         strips: false,
         held: 0,
+        down_sums: true,
     };
     let fits = |p: &Plan, room: usize| plan_bytes(s, p) <= room;
     let tile = |streamed| {
@@ -245,156 +263,4 @@ fn held_layers(s: &Shape, p: &Plan) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::{Activation, Loss, OptimizerKind};
-    use crate::engine::fused::gpu::kernels::mma::group;
-
-    fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
-        Shape {
-            inputs: 1,
-            hidden,
-            layers,
-            outputs: 1,
-            act,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
-    }
-
-    /// The H200's shared memory per cube (opt-in maximum), in bytes.
-    const H200: usize = 227 * 1024;
-
-    #[test]
-    fn deep_models_of_whole_blocks_take_the_tensor_cores() {
-        assert!(takes(&shape(64, 3, Activation::Relu)));
-        assert!(takes(&shape(16, 2, Activation::Tanh)));
-        assert!(!takes(&shape(64, 1, Activation::Relu)), "one hidden layer");
-        assert!(
-            !takes(&shape(10, 3, Activation::Relu)),
-            "not a multiple of 16"
-        );
-        assert!(!takes(&shape(64, 3, Activation::Gelu)), "gelu needs z");
-    }
-
-    #[test]
-    fn tiles_leave_room_for_three_cubes_where_they_can() {
-        let deep = shape(64, 3, Activation::Relu);
-        let p = shared_plan(&deep, H200, true).unwrap();
-        assert_eq!((p.tile, p.streamed, p.units), (64, false, 256));
-        // 63.5 KiB a cube: three by shared memory; by registers three on
-        // cmma fragments (80 a unit), two on registers (128).
-        assert_eq!(resident_cubes(&deep, &p, H200), 2);
-        let fragments = Plan { regs: false, ..p };
-        assert_eq!(resident_cubes(&deep, &fragments, H200), 3);
-        assert_eq!(
-            shared_plan(&shape(16, 2, Activation::Relu), H200, true)
-                .unwrap()
-                .tile,
-            128
-        );
-        // 4 × 128: the weights alone take 104 KiB; one cube of 64 points,
-        // alone on its multiprocessor, so its planes hold the weight
-        // gradients of all three hidden-to-hidden layers (64 registers each).
-        let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
-        assert_eq!((wide.tile, wide.streamed, wide.units), (64, false, 256));
-        assert_eq!(wide.held, 3);
-        // Without manual MMA (cmma fragments) nothing is held: 512 units.
-        let frag = plan(&shape(128, 4, Activation::Relu), H200, false).unwrap();
-        assert_eq!((frag.units, frag.held), (512, 0));
-        // Six layers of 128 (16 points a tile): three held, within 192 registers.
-        let six = plan(&shape(128, 6, Activation::Relu), H200, true).unwrap();
-        assert_eq!((six.tile, six.held), (16, 3));
-        // 2 × 128: one cube of 128 points keeps 256 units.
-        let two = shared_plan(&shape(128, 2, Activation::Relu), H200, true).unwrap();
-        assert_eq!((two.tile, two.units), (128, 256));
-        // 8 × 128: seven layers of weights fit beside no tile; streamed.
-        let deeper = plan(&shape(128, 8, Activation::Relu), H200, true).unwrap();
-        assert!(deeper.streamed);
-        // Nothing fits a tiny shared memory.
-        assert_eq!(shared_plan(&deep, 4 * 1024, true), None);
-        // A small shared memory: one cube.
-        assert_eq!(resident_cubes(&deep, &p, 72 * 1024), 1);
-    }
-
-    #[test]
-    fn streamed_weights_and_more_units_change_the_bytes() {
-        let s = shape(64, 3, Activation::Relu);
-        let base = Plan {
-            tile: 64,
-            streamed: false,
-            units: 256,
-            regs: true,
-            strips: false,
-            held: 0,
-        };
-        let streamed = Plan {
-            streamed: true,
-            ..base
-        };
-        let wider = Plan { units: 512, ..base };
-        assert_eq!(
-            plan_bytes(&s, &base) - plan_bytes(&s, &streamed),
-            2 * 64 * 72 * 2
-        );
-        // Eight more planes' scratch and a value for each new unit.
-        assert_eq!(
-            plan_bytes(&s, &wider) - plan_bytes(&s, &base),
-            (8 * 256 + 256) * 4
-        );
-        // 512 units of 128 registers: one cube a multiprocessor.
-        assert_eq!(resident_cubes(&s, &wider, H200), 1);
-        // 128 wide on registers in cubes of 256: counted as the most a unit
-        // can have (not measured), so one cube.
-        let wide = shape(128, 2, Activation::Relu);
-        let p = Plan { tile: 32, ..base };
-        assert!(cubes_by_shared(plan_bytes(&wide, &p), H200) > 1);
-        assert_eq!(resident_cubes(&wide, &p, H200), 1);
-    }
-
-    #[test]
-    fn planes_take_their_own_points_where_as_many_stay_at_work() {
-        // 3 × 64: 8 planes of 16 points, two cubes a multiprocessor, as
-        // many planes as the shared-output layout's.
-        let deep = shape(64, 3, Activation::Relu);
-        let p = plan(&deep, H200, true).unwrap();
-        assert_eq!((p.tile, p.units, p.strips, p.regs), (128, 256, true, true));
-        assert_eq!(resident_cubes(&deep, &p, H200), 2);
-        // Activations of two layers and two δ rows, the weights, the f32s.
-        assert_eq!(
-            plan_bytes(&deep, &p),
-            4 * 128 * 144 + 2 * 64 * 144 + (128 + 8 * 256 + 8 * 64) * 4
-        );
-        // Without manual MMA, the cmma layout.
-        assert!(!plan(&deep, H200, false).unwrap().strips);
-        // 4 × 128: four planes alone on a multiprocessor against sixteen.
-        let wide = plan(&shape(128, 4, Activation::Relu), H200, true).unwrap();
-        assert!(!wide.strips);
-        // 3 × 128: as many planes either way; held gradients win at 128 wide.
-        let three = plan(&shape(128, 3, Activation::Relu), H200, true).unwrap();
-        assert_eq!((three.strips, three.tile, three.held), (false, 64, 2));
-        // 2 × 128: the shared-output cube (128 points) holds nothing: strips.
-        assert!(
-            plan(&shape(128, 2, Activation::Relu), H200, true)
-                .unwrap()
-                .strips
-        );
-        assert_eq!(env::parse("64,strips").map(|p| p.strips), Some(true));
-    }
-
-    #[test]
-    fn a_plane_groups_blocks_that_divide_the_row_and_leave_no_plane_idle() {
-        // Rows of 8 blocks (128 wide) over 4 rows of blocks (64 points): 4.
-        assert_eq!(group(8, 4, 8), 4);
-        // 64 wide over 64 points: 4 a group would leave half the planes idle.
-        assert_eq!(group(4, 4, 8), 2);
-        assert_eq!(group(4, 8, 8), 4);
-        assert_eq!(
-            [1, 2, 3, 4, 5, 6, 7, 8].map(|b| group(b, 64, 8)),
-            [1, 2, 1, 4, 1, 2, 1, 4]
-        );
-        assert_eq!(group(2, 2, 8), 1);
-        // Sixteen planes: smaller groups, so that each has an item.
-        assert_eq!(group(8, 4, 16), 2);
-    }
-}
+mod tests;
