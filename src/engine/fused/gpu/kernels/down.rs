@@ -105,16 +105,41 @@ pub fn backward_layer<F: Float, E: Float>(
         // of the product, where `l` is not known when compiled).
         if l == 1 {
             mma_regs::product::<F, E>(
-                acts, &w, params, &down, a_below, down_sums, xin, l - 1, backward, ws, planes, cols, true,
+                acts,
+                &w,
+                params,
+                &down,
+                a_below,
+                down_sums,
+                xin,
+                l - 1,
+                backward,
+                ws,
+                planes,
+                cols,
+                true,
             );
         } else {
             mma_regs::product::<F, E>(
-                acts, &w, params, &down, a_below, down_sums, xin, l - 1, backward, ws, planes, cols, false,
+                acts,
+                &w,
+                params,
+                &down,
+                a_below,
+                down_sums,
+                xin,
+                l - 1,
+                backward,
+                ws,
+                planes,
+                cols,
+                false,
             );
         }
     } else if comptime!(regs) {
         mma_regs::product::<F, E>(
-            acts, &w, params, &down, a_below, down_sums, xin, 0usize, backward, ws, planes, None, false,
+            acts, &w, params, &down, a_below, down_sums, xin, 0usize, backward, ws, planes, None,
+            false,
         );
     } else {
         product::<F, E>(acts, scr, &w, params, &down, a_below, backward, ws, planes);

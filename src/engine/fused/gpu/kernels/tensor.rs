@@ -280,7 +280,13 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     }
     head::flush::<F>(&acc_out, &mut red, partials, row + off_out, hd);
     if comptime!(cols.is_some()) {
-        colsums::flush::<F>(&down_sums, &mut scr, partials, row, comptime!(cols.unwrap()));
+        colsums::flush::<F>(
+            &down_sums,
+            &mut scr,
+            partials,
+            row,
+            comptime!(cols.unwrap()),
+        );
     }
     rows::finish::<F>(
         &acc_first,

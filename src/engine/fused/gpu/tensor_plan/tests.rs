@@ -81,7 +81,7 @@ fn streamed_weights_and_more_units_change_the_bytes() {
         regs: true,
         strips: false,
         held: 0,
-    down_sums: true,
+        down_sums: true,
     };
     let streamed = Plan {
         streamed: true,
@@ -167,13 +167,4 @@ fn the_shared_output_pass_on_registers_makes_its_sums_in_the_down_products() {
     let p = |text| with_down_sums(&shape(128, 4, relu), env::parse(text).unwrap());
     assert!(p("64,256,held=3").down_sums);
     assert!(!p("64,256,held=3,tile-sums").down_sums);
-}
-
-/// Which plans the tensor-core test cases take (printed, for reading).
-#[test]
-fn print_plans_of_test_shapes() {
-    for (i, h, l) in [(1, 64, 3), (2, 16, 2), (3, 32, 3), (16, 48, 8), (1, 128, 4), (2, 64, 5), (2, 32, 4), (3, 64, 4), (2, 96, 3)] {
-        let s = Shape { inputs: i, ..shape(h, l, Activation::Relu) };
-        eprintln!("{i} {h}x{l}: {:?}", plan(&s, H200, true));
-    }
 }
