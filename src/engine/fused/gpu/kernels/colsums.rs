@@ -102,17 +102,6 @@ impl Cols {
     }
 }
 
-/// `len` zeroed f32 sums.
-#[cube]
-pub fn zeros<F: Float>(#[comptime] len: usize) -> Array<F> {
-    let mut a = Array::<F>::new(len);
-    #[unroll]
-    for k in 0..len {
-        a[k] = F::new(0.0);
-    }
-    a
-}
-
 /// Halves `v` (the lane's `values` column sums) over lane bits 4, 3 and 2
 /// as far as it holds values to halve: after it `v[0..kept]` holds the
 /// lane's share summed over the eight lanes of its columns (for four

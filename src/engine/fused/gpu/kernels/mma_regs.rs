@@ -22,6 +22,7 @@ use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
 use crate::engine::fused::gpu::kernels::mma::{
     origin, row_stride, scratch_to_partials, split_blocks, Split, BLOCK, PLANE_UNITS,
 };
+use crate::engine::fused::gpu::kernels::rows;
 use cubecl::cmma::{MatrixIdent, MmaDefinition};
 use cubecl::prelude::*;
 
@@ -205,13 +206,13 @@ pub fn product<F: Float, E: Float>(
         let d0 = at.dst / 2usize + lane_pair;
         let a0 = below_a / 2usize + lane_pair;
         // The item's column sums (`values` a lane), and the inputs of its rows.
-        let mut cs = colsums::zeros::<F>(values);
+        let mut cs = rows::zeroed::<F>(values);
         let mut fs = Sequence::<Array<F>>::new();
         let mut xs = Array::<F>::new(comptime!(2 * rg * inputs));
         if comptime!(with_x) {
             #[unroll]
             for _ in 0..inputs {
-                fs.push(colsums::zeros::<F>(values));
+                fs.push(rows::zeroed::<F>(values));
             }
             #[unroll]
             for r in 0..comptime!(2 * rg) {

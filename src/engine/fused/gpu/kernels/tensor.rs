@@ -112,7 +112,7 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut kept = mma_regs::zeros::<F>(comptime!(held * per_held));
     // The bias and first-layer sums the down products make, where they do.
     let cols = comptime!(Cols::of(&shape, &pass));
-    let mut down_sums = colsums::zeros::<F>(comptime!(cols.map_or(1, |c| c.slots())));
+    let mut down_sums = rows::zeroed::<F>(comptime!(cols.map_or(1, |c| c.slots())));
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
