@@ -47,6 +47,12 @@
 #                         by block (benches/device/sass.py) (default 128x4)
 #   source [HxL ...]      the CUDA C++ that NVRTC compiles for the tensor-core pass in bf16 (CubeCL's
 #                         full compilation log, kernel cache off), one file a model (default 128x4)
+#   compiles [HxL ...]    the tensor-core pass in bf16 compiled afresh in each of COMPILES processes
+#                         (default 6; kernel cache off): each one's time beside the shared-memory
+#                         offsets and a digest of the CUDA C++ NVRTC got, the sources kept in
+#                         compiles_sources.tar.gz (default 64x3 128x4);
+#                         COMPILES_ENVS: settings to run the same way after the default, e.g.
+#                         FERROFIT_TENSOR_PLAN=64,256,held=3,head-sums
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 64,256,held=2; `auto`: the
 #                         engine's choice), alternately, twice each
@@ -335,6 +341,29 @@ source)
     gzip -f "$OUT/source_$job.log"
     ls -l "$OUT/source_$job.log.gz"
   done
+  ;;
+compiles)
+  for job in ${*:-64x3 128x4}; do
+    for v in - ${COMPILES_ENVS:-}; do
+      for i in $(seq "${COMPILES:-6}"); do
+        dir=/tmp/compiles_${job}_${i}_${#v}
+        mkdir -p "$dir"
+        printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$dir/source.log" > "$dir/cubecl.toml"
+        envs=(FERROFIT_KERNEL_CACHE=off)
+        [ "$v" != - ] && envs+=("$v")
+        line=$(cd "$dir" && env "${envs[@]}" timeout 200 $B bench --reps "$REPS" --no-history \
+          --engine fused --backends cuda --precision bf16 --hidden "${job%x*}" --layers "${job#*x}" \
+          2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit')
+        # The shared arrays as index@offset, digests of the local declarations' order and the whole source.
+        smem=$(grep -oE 'shared_memory_[0-9]+ = reinterpret_cast<[^>]*>\(&dynamic_shared_mem\[[0-9]+\]' "$dir/source.log" |
+          sed -E 's/shared_memory_([0-9]+) .*\[([0-9]+)\]/\1@\2/' | sort -t@ -k2n | tr '\n' ' ')
+        decl=$(grep -E '^(float|int|uint|bool|__nv_bfloat16|uint32) l_' "$dir/source.log" | md5sum | cut -c1-8)
+        echo "$job ${v#-} #$i | smem $smem| decl $decl | source $(md5sum < "$dir/source.log" | cut -c1-8) $line"
+      done
+    done
+  done | tee "$OUT/compiles.txt"
+  # Every compile's source, for reading (and compiling) elsewhere.
+  tar -C /tmp -czf "$OUT/compiles_sources.tar.gz" $(cd /tmp && ls -d compiles_*/source.log)
   ;;
 plans)
   hl=${1:?usage: run.sh plans HxL PLAN ...}
