@@ -47,13 +47,11 @@
 #                         by block (benches/device/sass.py) (default 128x4)
 #   source [HxL ...]      the CUDA C++ that NVRTC compiles for the tensor-core pass in bf16 (CubeCL's
 #                         full compilation log, kernel cache off), one file a model (default 128x4)
-#   compiles [HxL ...]    the tensor-core pass in bf16 compiled afresh in each of COMPILES processes
-#                         (default 6; kernel cache off): each one's time beside the shared-memory
-#                         offsets and a digest of the CUDA C++ NVRTC got, the sources kept in
-#                         compiles_sources.tar.gz (benches/device/registers.py gives their registers
-#                         on any machine) (default 64x3 128x4);
-#                         COMPILES_ENVS: settings to run the same way after the default, e.g.
-#                         FERROFIT_TENSOR_PLAN=64,256,held=3,tile-sums
+#   compiles [HxL ...]    the tensor-core pass in bf16 compiled afresh in each of COMPILES processes (default 6;
+#                         kernel cache off): each one's time beside its shared-memory offsets and source digest;
+#                         the sources in compiles_sources.tar.gz (their registers on any machine:
+#                         benches/device/registers.py) (default 64x3 128x4); COMPILES_ENVS: settings to run
+#                         the same way after the default, e.g. FERROFIT_TENSOR_PLAN=64,256,held=3,tile-sums
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 64,256,held=2; `auto`: the
 #                         engine's choice), alternately, twice each
