@@ -82,6 +82,10 @@ TENSOR_KERNELS='regex:tensor_grad|strips_grad'
 bf16_train() {  # bf16_train HxL: the train arguments (more may follow)
   echo "train --backend cuda --engine fused --precision bf16 --hidden ${1%x*} --layers ${1#*x}"
 }
+log_kernels() {  # log_kernels DIR LOG: a run from DIR writes CubeCL's full compilation log (the CUDA C++) to LOG
+  mkdir -p "$1"
+  printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$2" > "$1/cubecl.toml"
+}
 
 bench() {  # bench NAME ARGS...: one bench call, its table printed, JSON and Markdown kept
   local name=$1
@@ -333,8 +337,7 @@ sass)
 source)
   for job in ${*:-128x4}; do
     dir=/tmp/source_$job
-    mkdir -p "$dir"
-    printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$OUT/source_$job.log" > "$dir/cubecl.toml"
+    log_kernels "$dir" "$OUT/source_$job.log"
     (cd "$dir" && FERROFIT_KERNEL_CACHE=off timeout 120 $B $(bf16_train "$job") --steps 1 --log-every 1) \
       > /dev/null 2>>"$OUT/stderr.txt"
     gzip -f "$OUT/source_$job.log"
@@ -342,12 +345,16 @@ source)
   done
   ;;
 compiles)
+  # One folder a compile, under a root emptied first (the tarball is this call's only).
+  root=/tmp/compiles
+  rm -rf "$root"
   for job in ${*:-64x3 128x4}; do
+    k=0
     for v in - ${COMPILES_ENVS:-}; do
+      k=$((k + 1))
       for i in $(seq "${COMPILES:-6}"); do
-        dir=/tmp/compiles_${job}_${i}_${#v}
-        mkdir -p "$dir"
-        printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$dir/source.log" > "$dir/cubecl.toml"
+        dir=$root/${job}_v${k}_$i
+        log_kernels "$dir" "$dir/source.log"
         envs=(FERROFIT_KERNEL_CACHE=off)
         [ "$v" != - ] && envs+=("$v")
         line=$(cd "$dir" && env "${envs[@]}" timeout 200 $B bench --reps "$REPS" --no-history \
@@ -362,7 +369,7 @@ compiles)
     done
   done | tee "$OUT/compiles.txt"
   # Every compile's source, for reading (and compiling) elsewhere.
-  tar -C /tmp -czf "$OUT/compiles_sources.tar.gz" $(cd /tmp && ls -d compiles_*/source.log)
+  tar -C "$root" -czf "$OUT/compiles_sources.tar.gz" $(cd "$root" && ls -d */source.log)
   ;;
 plans)
   hl=${1:?usage: run.sh plans HxL PLAN ...}
