@@ -82,6 +82,9 @@ TENSOR_KERNELS='regex:tensor_grad|strips_grad'
 bf16_train() {  # bf16_train HxL: the train arguments (more may follow)
   echo "train --backend cuda --engine fused --precision bf16 --hidden ${1%x*} --layers ${1#*x}"
 }
+bf16_bench() {  # bf16_bench HxL: the bench arguments of model HxL's tensor-core pass alone
+  echo "bench --reps $REPS --no-history --engine fused --backends cuda --precision bf16 --hidden ${1%x*} --layers ${1#*x}"
+}
 log_kernels() {  # log_kernels DIR LOG: a run from DIR writes CubeCL's full compilation log (the CUDA C++) to LOG
   mkdir -p "$1"
   printf '[compilation.logger]\nlevel = "full"\nfile = "%s"\nappend = false\n' "$2" > "$1/cubecl.toml"
@@ -357,9 +360,8 @@ compiles)
         log_kernels "$dir" "$dir/source.log"
         envs=(FERROFIT_KERNEL_CACHE=off)
         [ "$v" != - ] && envs+=("$v")
-        line=$(cd "$dir" && env "${envs[@]}" timeout 200 $B bench --reps "$REPS" --no-history \
-          --engine fused --backends cuda --precision bf16 --hidden "${job%x*}" --layers "${job#*x}" \
-          2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit')
+        line=$(cd "$dir" && env "${envs[@]}" timeout 200 $B $(bf16_bench "$job") 2>>"$OUT/stderr.txt" |
+          grep -E '^\| ferrofit')
         # The shared arrays as index@offset, digests of the local declarations' order and the whole source.
         smem=$(grep -oE 'shared_memory_[0-9]+ = reinterpret_cast<[^>]*>\(&dynamic_shared_mem\[[0-9]+\]' "$dir/source.log" |
           sed -E 's/shared_memory_([0-9]+) .*\[([0-9]+)\]/\1@\2/' | sort -t@ -k2n | tr '\n' ' ')
@@ -378,8 +380,7 @@ plans)
     for plan in "$@"; do
       echo "== $hl $plan round $round"
       if [ "$plan" = auto ]; then unset FERROFIT_TENSOR_PLAN; else export FERROFIT_TENSOR_PLAN=$plan; fi
-      timeout 200 $B bench --reps "$REPS" --no-history --engine fused --backends cuda \
-        --precision bf16 --hidden "${hl%x*}" --layers "${hl#*x}" 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
+      timeout 200 $B $(bf16_bench "$hl") 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
     done
   done | tee "$OUT/plans_$hl.txt"
   unset FERROFIT_TENSOR_PLAN
