@@ -180,6 +180,53 @@ fn cpu_half_precision_refuses_one_hidden_layer_and_names_the_way_out() {
     refuses_one_hidden_layer(&common::cpu());
 }
 
+/// CubeCL lays a kernel's shared arrays out at every compile, once in a
+/// hash set's order (new every process); the layout changed NVRTC's program
+/// of the strip pass by up to 43 registers a unit and its time by 11 %
+/// (docs/PERFORMANCE.md, "One source, two programs"). The tensor-core
+/// passes claim their arrays in a fixed order: their CUDA C++, made here
+/// from a wgpu device (lavapipe in CI), places them alike at every compile.
+#[cfg(all(feature = "wgpu", feature = "cuda"))]
+#[test]
+fn tensor_pass_lays_shared_memory_out_alike_at_every_compile() {
+    use ferrofit::engine::fused::gpu::cuda_source::{shared_layout, tensor_pass, SM90_SHARED};
+    use ferrofit::engine::fused::gpu::shape::Shape;
+    let name = "tensor_pass_lays_shared_memory_out_alike_at_every_compile";
+    if common::device(common::Kind::Wgpu, name).is_none() {
+        return;
+    }
+    let device = cubecl::wgpu::WgpuDevice::DefaultDevice;
+    // The strip pass (64 × 3, 32 × 2) and the shared-output pass (128 × 4).
+    for (hidden, layers) in [(64, 3), (32, 2), (128, 4)] {
+        // The seed job's recipe (one input, relu, MSE, SGD) at this size.
+        let cfg = TrainConfig {
+            model: ModelSpec {
+                hidden,
+                layers,
+                ..TrainConfig::default().model
+            },
+            ..TrainConfig::default()
+        };
+        let shape = Shape::of(&cfg);
+        let layouts: Vec<Vec<(usize, usize)>> = (0..4)
+            .map(|_| {
+                let src = tensor_pass(&device, shape, Precision::Bf16, SM90_SHARED)
+                    .expect("CubeCL's CUDA compiler takes the pass");
+                shared_layout(&src)
+            })
+            .collect();
+        assert!(
+            layouts[0].len() >= 5,
+            "{hidden} × {layers}: {:?}",
+            layouts[0]
+        );
+        assert!(
+            layouts.iter().all(|l| l == &layouts[0]),
+            "{hidden} × {layers}: (offset, array) differ between compiles: {layouts:?}"
+        );
+    }
+}
+
 /// Largest relative difference between an emulated GPU gradient and the
 /// CPU's (measured on lavapipe: at most 3.9e-5; a value that rounds the
 /// other way after differently ordered sums moves it by one half-precision

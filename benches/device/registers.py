@@ -12,7 +12,8 @@ one before at a multiple of its alignment (32 bytes, or as --align says),
 and each order's registers printed.
 
 LOG: CubeCL's full compilation log (`run.sh source` or `run.sh compiles`
-keep them). The CUDA wheels come from PyPI into $FERROFIT_CUDA_WHEELS
+keep them), or one kernel's CUDA C++ in a `.cu` file (`cargo run --example
+kernel_source` writes them without a GPU). The CUDA wheels come from PyPI into $FERROFIT_CUDA_WHEELS
 (default ~/.cache/ferrofit-cuda13) on first use. Above 128 registers a
 256-unit cube of the tensor-core passes fits once a multiprocessor, not
 twice (docs/PERFORMANCE.md, "One source, two programs").
@@ -39,8 +40,12 @@ def fetch():
 
 
 def kernels(log):
-    """(name, source) of each kernel in a CubeCL compilation log."""
+    """(name, source) of each kernel in a CubeCL compilation log, or of the
+    one kernel in a `.cu` file (`cargo run --example kernel_source`)."""
     text = open(log).read()
+    if log.endswith(".cu"):
+        yield os.path.basename(log), text
+        return
     for part in text.split("[START_KERNEL_COMPILATION]")[1:]:
         name = re.search(r"^name: ([^<\n]+)", part, re.M)
         src = part.split("```cpp\n", 1)[1].split("\n```", 1)[0]

@@ -1,5 +1,6 @@
 //! What the two tensor-core passes (`tensor`, `strips`) do alike around their
-//! tiles: their zeroed register sums, the hidden weights into shared memory
+//! tiles: their shared arrays placed in a fixed order ([`claim`]), their
+//! zeroed register sums, the hidden weights into shared memory
 //! at the start of a launch, a row of zeros from a cube with no tile, and at
 //! the end the cube's partial
 //! row finished — the bias and first-layer sums flushed ([`sums::flush`]),
@@ -9,6 +10,30 @@ use crate::engine::fused::gpu::kernels::colsums::Cols;
 use crate::engine::fused::gpu::kernels::sums::{self, Sum};
 use crate::engine::fused::gpu::shape::Shape;
 use cubecl::prelude::*;
+
+/// Makes `smem` live in a block of its own (a store that never runs: no
+/// cube's position reaches the cube count). CubeCL places a kernel's shared
+/// arrays in the order they become live, and those that become live in the
+/// same block in a hash set's order, new in every process (`cubecl-opt`'s
+/// `SharedLiveness`); claimed one by one at the top of a kernel, they take
+/// the claims' order at every compile. NVRTC's program of one source can
+/// differ by 40 registers a unit between layouts (docs/PERFORMANCE.md, "One
+/// source, two programs").
+#[cube]
+pub fn claim<T: Numeric>(smem: &mut SharedMemory<T>) {
+    if CUBE_POS >= CUBE_COUNT {
+        smem[0] = T::from_int(0);
+    }
+}
+
+/// Ends `smem`'s life at the end of a kernel (uniform control flow, no use
+/// after it): without it every array is live at the kernel's exit together,
+/// and CubeCL places them there in a hash set's order ([`claim`]).
+#[cube]
+pub fn release<T: CubePrimitive>(smem: SharedMemory<T>) {
+    // SAFETY: called last, in uniform control flow, with no view of `smem` left.
+    unsafe { smem.free() }
+}
 
 /// `len` zeros in registers: a sum kept over the tiles.
 #[cube]

@@ -84,6 +84,15 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     let mut xin = SharedMemory::<F>::new(comptime!(tile * inputs));
     let mut scr = SharedMemory::<F>::new_aligned(comptime!(planes * BLOCK * BLOCK), 32usize);
     let mut red = SharedMemory::<F>::new(comptime!(cube_units.max(planes * hidden)));
+    // The shared layout, the same at every compile: NVRTC gives this source
+    // 128 registers a unit (two cubes a multiprocessor) with the weights at
+    // offset 0 and 129–158 with any other array there (3 × 64, CUDA 13.0;
+    // `examples/kernel_source.rs`, then `benches/device/registers.py --orders`).
+    rows::claim::<E>(&mut wsm);
+    rows::claim::<F>(&mut scr);
+    rows::claim::<E>(&mut acts);
+    rows::claim::<F>(&mut red);
+    rows::claim::<F>(&mut xin);
     let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
     let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
     let hd = comptime!(StripHead {
@@ -243,6 +252,11 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
         s_bias,
         None,
     );
+    rows::release::<E>(wsm);
+    rows::release::<F>(scr);
+    rows::release::<E>(acts);
+    rows::release::<F>(red);
+    rows::release::<F>(xin);
 }
 
 /// The targets of the two rows of the plane's points from `first` that this

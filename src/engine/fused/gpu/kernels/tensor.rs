@@ -128,6 +128,13 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         }),
         32usize,
     );
+    // The same shared layout at every compile (`rows::claim`).
+    rows::claim::<E>(&mut wsm);
+    rows::claim::<E>(&mut acts);
+    rows::claim::<F>(&mut scr);
+    rows::claim::<F>(&mut red);
+    rows::claim::<F>(&mut xin);
+    rows::claim::<F>(&mut yin);
     if comptime!(!streamed) {
         rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
     }
@@ -300,6 +307,12 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         s_bias,
         cols,
     );
+    rows::release::<E>(wsm);
+    rows::release::<E>(acts);
+    rows::release::<F>(scr);
+    rows::release::<F>(red);
+    rows::release::<F>(xin);
+    rows::release::<F>(yin);
 }
 
 /// The master weights in the operand type, for the tensor cores.

@@ -1,0 +1,59 @@
+//! The CUDA C++ of the tensor-core gradient pass for a model, on a machine
+//! without an NVIDIA GPU ([`ferrofit::engine::fused::gpu::cuda_source`]):
+//!
+//! ```text
+//! cargo run --example kernel_source -- 64x3 [--f16] [--count K] [--out DIR]
+//! python3 benches/device/registers.py DIR/64x3_bf16_*.cu
+//! ```
+//!
+//! writes K compiles of the pass to `DIR/HxL_TYPE_k.cu` (default
+//! `/tmp/kernel_source`) and prints where each places its shared arrays
+//! (`INDEX@OFFSET`). `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
+
+use anyhow::{anyhow, Result};
+use cubecl::wgpu::WgpuDevice;
+use ferrofit::config::{ModelSpec, Precision, TrainConfig};
+use ferrofit::engine::fused::gpu::cuda_source::{shared_layout, tensor_pass, SM90_SHARED};
+use ferrofit::engine::fused::gpu::shape::Shape;
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let model = args.first().map_or("64x3", String::as_str);
+    let (h, l) = model
+        .split_once('x')
+        .ok_or_else(|| anyhow!("name the model as WIDTHxLAYERS, e.g. 64x3"))?;
+    let count: usize = flag(&args, "--count").map_or(Ok(1), str::parse)?;
+    let out = flag(&args, "--out").unwrap_or("/tmp/kernel_source");
+    let (precision, ty) = match args.iter().any(|a| a == "--f16") {
+        true => (Precision::F16, "f16"),
+        false => (Precision::Bf16, "bf16"),
+    };
+    std::fs::create_dir_all(out)?;
+    // The seed job's recipe (one input, relu, MSE, SGD) at this size.
+    let defaults = TrainConfig::default();
+    let cfg = TrainConfig {
+        model: ModelSpec {
+            hidden: h.parse()?,
+            layers: l.parse()?,
+            ..defaults.model
+        },
+        ..defaults
+    };
+    let shape = Shape::of(&cfg);
+    for k in 0..count {
+        let src = tensor_pass(&WgpuDevice::DefaultDevice, shape, precision, SM90_SHARED)?;
+        let path = format!("{out}/{model}_{ty}_{k}.cu");
+        std::fs::write(&path, &src)?;
+        let at: Vec<String> = shared_layout(&src)
+            .iter()
+            .map(|(offset, index)| format!("{index}@{offset}"))
+            .collect();
+        println!("{path}: {}", at.join(" "));
+    }
+    Ok(())
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let at = args.iter().position(|a| a == name)?;
+    args.get(at + 1).map(String::as_str)
+}
