@@ -1,19 +1,23 @@
 //! The CUDA C++ of the tensor-core gradient pass for a model, on a machine
-//! without an NVIDIA GPU ([`ferrofit::engine::fused::gpu::cuda_source`]):
+//! without an NVIDIA GPU ([`ferrofit::engine::fused::gpu::kernel_source`]):
 //!
 //! ```text
-//! cargo run --example kernel_source -- 64x3 [--f16] [--count K] [--out DIR]
+//! cargo run --example kernel_source -- 64x3 [--f16] [--count K] [--out DIR] [--spirv]
 //! python3 benches/device/registers.py DIR/64x3_bf16_*.cu
 //! ```
 //!
 //! writes K compiles of the pass to `DIR/HxL_TYPE_k.cu` (default
 //! `/tmp/kernel_source`) and prints where each places its shared arrays
-//! (`INDEX@OFFSET`). `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
+//! (`INDEX@OFFSET`). `--spirv` writes the pass as NVIDIA's Vulkan driver
+//! would get it instead, `DIR/HxL_TYPE_k.spv`, for a SPIR-V validator.
+//! `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
 
 use anyhow::{anyhow, Result};
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::{ModelSpec, Precision, TrainConfig};
-use ferrofit::engine::fused::gpu::cuda_source::{shared_layout, tensor_pass, SM90_SHARED};
+use ferrofit::engine::fused::gpu::kernel_source::{
+    shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED, VULKAN_NVIDIA_SHARED,
+};
 use ferrofit::engine::fused::gpu::shape::Shape;
 
 fn main() -> Result<()> {
@@ -40,8 +44,19 @@ fn main() -> Result<()> {
         ..defaults
     };
     let shape = Shape::of(&cfg);
+    let device = WgpuDevice::DefaultDevice;
+    if args.iter().any(|a| a == "--spirv") {
+        for k in 0..count {
+            let words = tensor_pass_spirv(&device, shape, precision, VULKAN_NVIDIA_SHARED)?;
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let path = format!("{out}/{model}_{ty}_{k}.spv");
+            std::fs::write(&path, bytes)?;
+            println!("{path}: {} words", words.len());
+        }
+        return Ok(());
+    }
     for k in 0..count {
-        let src = tensor_pass(&WgpuDevice::DefaultDevice, shape, precision, SM90_SHARED)?;
+        let src = tensor_pass(&device, shape, precision, SM90_SHARED)?;
         let path = format!("{out}/{model}_{ty}_{k}.cu");
         std::fs::write(&path, &src)?;
         let at: Vec<String> = shared_layout(&src)

@@ -189,7 +189,7 @@ fn cpu_half_precision_refuses_one_hidden_layer_and_names_the_way_out() {
 #[cfg(all(feature = "wgpu", feature = "cuda"))]
 #[test]
 fn tensor_pass_lays_shared_memory_out_alike_at_every_compile() {
-    use ferrofit::engine::fused::gpu::cuda_source::{shared_layout, tensor_pass, SM90_SHARED};
+    use ferrofit::engine::fused::gpu::kernel_source::{shared_layout, tensor_pass, SM90_SHARED};
     use ferrofit::engine::fused::gpu::shape::Shape;
     let name = "tensor_pass_lays_shared_memory_out_alike_at_every_compile";
     if common::device(common::Kind::Wgpu, name).is_none() {

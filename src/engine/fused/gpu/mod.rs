@@ -18,18 +18,19 @@
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
 //!   and the device math they share. A new kernel is a new file there plus
 //!   its launch;
-//! - `cuda_source` (with both `wgpu` and `cuda`): the tensor-core pass's CUDA
-//!   C++ without a CUDA device, for counting its registers and checking its
-//!   shared layout anywhere;
+//! - `kernel_source` (with both `wgpu` and `cuda`): the tensor-core pass's
+//!   CUDA C++ (and SPIR-V for NVIDIA's Vulkan driver) without that GPU, for
+//!   counting its registers, checking its shared layout and validating it
+//!   anywhere;
 //! - `compiler`: which shader compiler CubeCL runs them through, in words
 //!   (for `engine_note` and refusals); `knobs`: the environment switches for
 //!   measuring the kernels another way.
 
 pub mod buffers;
 pub mod compiler;
-#[cfg(all(feature = "wgpu", feature = "cuda"))]
-pub mod cuda_source;
 mod engine;
+#[cfg(all(feature = "wgpu", feature = "cuda"))]
+pub mod kernel_source;
 // CubeCL's derives and `#[cube]` generate public items without docs.
 #[allow(missing_docs)]
 pub mod kernels;

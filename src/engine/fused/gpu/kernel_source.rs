@@ -1,0 +1,242 @@
+//! The tensor-core gradient pass compiled for a GPU this machine does not
+//! have, defined on a wgpu device it has (lavapipe will do):
+//! - [`tensor_pass`]: the CUDA C++ of an sm_90 device (H100, H200) — the
+//!   kernel expands under CUDA's target properties (its manual-MMA register
+//!   layouts) and goes through CubeCL's CUDA compiler with the options its
+//!   CUDA runtime sets for compute capability 9.0, so it is the source NVRTC
+//!   gets there: `benches/device/registers.py` counts its registers, and a
+//!   test checks that its shared-memory layout is the same at every compile;
+//! - [`tensor_pass_spirv`]: the SPIR-V of NVIDIA's Vulkan driver (fragments
+//!   through cooperative matrices, 48 KiB of workgroup memory, the features
+//!   that driver reports to CubeCL), for a SPIR-V validator.
+
+use crate::config::Precision;
+use crate::engine::fused::gpu::kernels::args::{Batch, BatchLaunch, Points, PointsLaunch};
+use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
+use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
+use crate::engine::fused::gpu::tensor_plan::plan;
+use crate::error::{FerroError, Result};
+use cubecl::cuda::{CudaCompiler, CudaRuntime};
+use cubecl::prelude::*;
+use cubecl::wgpu::vulkan::VkSpirvCompiler;
+use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
+use cubecl::{
+    CompilationError, Compiler, CubeTask, VulkanCompilationOptions, WgpuCompilationOptions,
+};
+
+/// Shared memory a cube may opt into on an H100 or H200 (bytes).
+pub const SM90_SHARED: usize = 232_448;
+
+/// Workgroup memory NVIDIA's Vulkan driver allows a workgroup (bytes).
+pub const VULKAN_NVIDIA_SHARED: usize = 49_152;
+
+/// wgpu's server under CUDA's target properties.
+#[derive(Debug, Clone)]
+struct CudaTarget;
+
+impl Runtime for CudaTarget {
+    type Compiler = <WgpuRuntime as Runtime>::Compiler;
+    type Server = <WgpuRuntime as Runtime>::Server;
+    type Device = WgpuDevice;
+
+    fn client(device: &WgpuDevice) -> ComputeClient<Self> {
+        // The same server as wgpu's own client (the registry is keyed by
+        // server type and device).
+        let _ = WgpuRuntime::client(device);
+        ComputeClient::load(device)
+    }
+    fn name(_: &ComputeClient<Self>) -> &'static str {
+        "cuda-source"
+    }
+    fn max_cube_count() -> (u32, u32, u32) {
+        CudaRuntime::max_cube_count()
+    }
+    fn can_read_tensor(shape: &cubecl::zspace::Shape, strides: &cubecl::zspace::Strides) -> bool {
+        WgpuRuntime::can_read_tensor(shape, strides)
+    }
+    fn target_properties() -> cubecl::ir::TargetProperties {
+        CudaRuntime::target_properties()
+    }
+    fn enumerate_devices(
+        type_id: u16,
+        info: &<Self::Server as cubecl::server::ComputeServer>::Info,
+    ) -> Vec<cubecl::device::DeviceId> {
+        WgpuRuntime::enumerate_devices(type_id, info)
+    }
+}
+
+/// The tensor-core pass for `shape` in `precision` (f16 or bf16) as an
+/// sm_90 device with `max_shared` bytes a cube runs it, in CUDA C++,
+/// defined on the wgpu `device`.
+pub fn tensor_pass(
+    device: &WgpuDevice,
+    shape: Shape,
+    precision: Precision,
+    max_shared: usize,
+) -> Result<String> {
+    let pass = pass_of(&shape, max_shared, true)?;
+    let client = CudaTarget::client(device);
+    let mut opts = <CudaCompiler as Compiler>::CompilationOptions::default();
+    let features = &mut opts.supports_features;
+    features.fast_math = true;
+    features.grid_constants = true;
+    features.fast_tanh = true;
+    features.clusters = true;
+    features.elect_sync = true;
+    let k = by_operand::<CudaTarget, CudaCompiler>(&client, shape, pass, precision, &opts)?;
+    Ok(k.source)
+}
+
+/// The tensor-core pass for `shape` in `precision` as NVIDIA's Vulkan
+/// driver would get it from CubeCL's SPIR-V compiler (cooperative-matrix
+/// fragments, `max_shared` bytes of workgroup memory), defined on the wgpu
+/// `device`: the module's words.
+pub fn tensor_pass_spirv(
+    device: &WgpuDevice,
+    shape: Shape,
+    precision: Precision,
+    max_shared: usize,
+) -> Result<Vec<u32>> {
+    let pass = pass_of(&shape, max_shared, false)?;
+    let client = WgpuRuntime::client(device);
+    // As CubeCL's Vulkan backend sets them for NVIDIA's driver 580 (its
+    // debug log of the device's features).
+    let opts = WgpuCompilationOptions {
+        supports_u64: true,
+        supports_vulkan: true,
+        vulkan: VulkanCompilationOptions {
+            supports_fp_fast_math: true,
+            supports_explicit_smem: true,
+            supports_uniform_standard_layout: true,
+            max_spirv_version: (1, 6),
+            ..Default::default()
+        },
+    };
+    let k = by_operand::<WgpuRuntime, VkSpirvCompiler>(&client, shape, pass, precision, &opts)?;
+    k.repr
+        .map(|r| r.assembled_module)
+        .ok_or_else(|| FerroError::BackendFailed {
+            backend: "vulkan".into(),
+            detail: "CubeCL's SPIR-V compiler returned no module".into(),
+        })
+}
+
+/// The pass the engine runs for `shape` with `max_shared` bytes a cube,
+/// products on registers where `manual`.
+fn pass_of(shape: &Shape, max_shared: usize, manual: bool) -> Result<Pass> {
+    let p = plan(shape, max_shared, manual).ok_or_else(|| FerroError::OutsideEnvelope {
+        reason: format!("no tensor-core plan fits {shape:?}"),
+    })?;
+    Ok(Pass {
+        plane: true,
+        tile: p.tile,
+        tensor: Some(p),
+        ..Pass::default()
+    })
+}
+
+/// [`source`] in the operand type of `precision`, errors in words.
+fn by_operand<R: Runtime, C: Compiler + Default>(
+    client: &ComputeClient<R>,
+    shape: Shape,
+    pass: Pass,
+    precision: Precision,
+    opts: &C::CompilationOptions,
+) -> Result<CompiledKernel<C>> {
+    let compiled = match precision {
+        Precision::F16 => source::<R, C, half::f16>(client, shape, pass, opts),
+        Precision::Bf16 => source::<R, C, half::bf16>(client, shape, pass, opts),
+        Precision::F32 => {
+            return Err(FerroError::OutsideEnvelope {
+                reason: "the tensor-core pass takes f16 or bf16".into(),
+            })
+        }
+    };
+    compiled.map_err(|e| FerroError::BackendFailed {
+        backend: R::name(client).into(),
+        detail: format!("CubeCL's compiler: {e}"),
+    })
+}
+
+/// Where `src` places its shared arrays: (offset in bytes, array index), by offset.
+pub fn shared_layout(src: &str) -> Vec<(usize, usize)> {
+    let mut at: Vec<(usize, usize)> = src
+        .lines()
+        .filter_map(|l| {
+            let (head, tail) = l.split_once("*>(&dynamic_shared_mem[")?;
+            let index = head
+                .rsplit("shared_memory_")
+                .next()?
+                .split_whitespace()
+                .next()?;
+            Some((tail.split(']').next()?.parse().ok()?, index.parse().ok()?))
+        })
+        .collect();
+    at.sort_unstable();
+    at
+}
+
+/// One compile of the pass `pass` names, operands of type E, by compiler C.
+fn source<R: Runtime, C: Compiler + Default, E: Float + CubeElement>(
+    client: &ComputeClient<R>,
+    shape: Shape,
+    pass: Pass,
+    opts: &C::CompilationOptions,
+) -> std::result::Result<CompiledKernel<C>, CompilationError> {
+    let units = pass.tensor.map_or(256, |p| p.units) as u32;
+    let settings = KernelSettings::default()
+        .cube_dim(CubeDim::new_1d(units))
+        .address_type(AddressType::U32);
+    let mut launcher = KernelLauncher::<R>::new(settings.clone());
+    let buf = |n: usize| client.empty(n * 4);
+    // SAFETY: the kernel is compiled, never launched: no buffer is read.
+    let (points, params, half, partials) = unsafe {
+        (
+            PointsLaunch::<f32, R>::new(
+                ArrayArg::from_raw_parts(buf(16), 16),
+                ArrayArg::from_raw_parts(buf(16), 16),
+                ArrayArg::from_raw_parts(buf(1), 1),
+            ),
+            ArrayArg::from_raw_parts(buf(16), 16),
+            ArrayArg::from_raw_parts(buf(16), 16),
+            ArrayArg::from_raw_parts(buf(16), 16),
+        )
+    };
+    let points = <Points<f32> as LaunchArg>::register(points, &mut launcher);
+    let params = <Array<f32> as LaunchArg>::register(params, &mut launcher);
+    let half = <Array<E> as LaunchArg>::register(half, &mut launcher);
+    let partials = <Array<f32> as LaunchArg>::register(partials, &mut launcher);
+    let batch = <Batch<f32> as LaunchArg>::register(BatchLaunch::new(0, 16, 1.0), &mut launcher);
+    let c = client.clone();
+    if pass.tensor.is_some_and(|p| p.strips) {
+        compile::<_, C>(
+            StripsGrad::<f32, E, R>::new(
+                settings, c, points, params, half, partials, batch, shape, pass,
+            ),
+            opts,
+        )
+    } else {
+        compile::<_, C>(
+            TensorGrad::<f32, E, R>::new(
+                settings, c, points, params, half, partials, batch, shape, pass,
+            ),
+            opts,
+        )
+    }
+}
+
+/// `kernel` through compiler C with `opts`, unchecked as ferrofit launches it.
+fn compile<K: CubeKernel, C: Compiler + Default>(
+    kernel: K,
+    opts: &C::CompilationOptions,
+) -> std::result::Result<CompiledKernel<C>, CompilationError> {
+    let task = KernelTask::<C, _>::new(kernel);
+    let addr = task.address_type();
+    task.compile(
+        &mut Default::default(),
+        opts,
+        ExecutionMode::Unchecked,
+        addr,
+    )
+}
