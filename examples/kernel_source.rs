@@ -9,14 +9,16 @@
 //! writes K compiles of the pass to `DIR/HxL_TYPE_k.cu` (default
 //! `/tmp/kernel_source`) and prints where each places its shared arrays
 //! (`INDEX@OFFSET`). `--spirv` writes the pass as NVIDIA's Vulkan driver
-//! would get it instead, `DIR/HxL_TYPE_k.spv`, for a SPIR-V validator.
+//! would get it instead, `DIR/HxL_TYPE_k.spv`, for a SPIR-V validator, and
+//! counts the components it takes of scalar loads (0 in a valid module).
 //! `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
 
 use anyhow::{anyhow, Result};
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::{ModelSpec, Precision, TrainConfig};
 use ferrofit::engine::fused::gpu::kernel_source::{
-    shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED, VULKAN_NVIDIA_SHARED,
+    scalar_extracts, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
+    VULKAN_NVIDIA_SHARED,
 };
 use ferrofit::engine::fused::gpu::shape::Shape;
 
@@ -51,7 +53,11 @@ fn main() -> Result<()> {
             let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
             let path = format!("{out}/{model}_{ty}_{k}.spv");
             std::fs::write(&path, bytes)?;
-            println!("{path}: {} words", words.len());
+            let bad = scalar_extracts(&words);
+            println!(
+                "{path}: {} words, {bad} components of scalar loads",
+                words.len()
+            );
         }
         return Ok(());
     }

@@ -7,6 +7,7 @@ use crate::backend::device::{Backend, WgpuApi};
 use crate::backend::devices::{wgpu_adapters, DeviceClass};
 use crate::config::TrainConfig;
 use crate::engine::fused::envelope;
+use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
 use crate::model::Params;
@@ -105,8 +106,14 @@ impl Platform for Wgpu {
 
     fn fits(&self, t: &Target, cfg: &TrainConfig) -> Result<()> {
         envelope::check_gpu(cfg)?;
-        // f16/bf16 run emulated on the f32 tiled kernel: no tensor-core pass
-        // on wgpu (`gpu::tensor::tensor_plan` says why).
+        // f16/bf16 run on the tensor-core pass where `gpu::tensor::tensor_plan`
+        // takes the device (SPIR-V with cooperative matrices), else emulated
+        // on the f32 tiled kernel.
         envelope::check_bindings(cfg, &t.info.name, t.info.binding_bytes)
+    }
+
+    fn tensor_cores(&self, t: &Target, cfg: &TrainConfig) -> bool {
+        device(t)
+            .is_ok_and(|d| tensor_plan(&<WgpuRuntime as cubecl::Runtime>::client(&d), cfg).is_ok())
     }
 }

@@ -10,6 +10,11 @@ pub fn nvrtc<R: Runtime>(client: &ComputeClient<R>) -> bool {
     R::name(client) == "cuda"
 }
 
+/// Whether CubeCL compiles `client`'s kernels to SPIR-V itself (Vulkan).
+pub fn spirv<R: Runtime>(client: &ComputeClient<R>) -> bool {
+    R::name(client) == "wgpu<spirv>"
+}
+
 /// The shader compiler CubeCL runs for `client`, in words.
 pub fn compiler<R: Runtime>(client: &ComputeClient<R>) -> &'static str {
     match R::name(client) {

@@ -13,7 +13,7 @@ use crate::batches::Batch;
 use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
-use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
+use crate::engine::fused::gpu::compiler::{compiler, nvrtc, spirv};
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
@@ -143,6 +143,7 @@ impl<R: Runtime> GpuFused<R> {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,
         };
+        let spirv = spirv(&client);
         let uploaded = std::time::Instant::now();
         let buf = Buffers::upload(&client, data, &flat, max_cubes);
         let upload_seconds = uploaded.elapsed().as_secs_f64();
@@ -173,6 +174,7 @@ impl<R: Runtime> GpuFused<R> {
                 blocks,
                 tensor,
                 half,
+                spirv,
             },
             software,
             memo,

@@ -8,12 +8,14 @@
 //!   test checks that its shared-memory layout is the same at every compile;
 //! - [`tensor_pass_spirv`]: the SPIR-V of NVIDIA's Vulkan driver (fragments
 //!   through cooperative matrices, 48 KiB of workgroup memory, the features
-//!   that driver reports to CubeCL), for a SPIR-V validator.
+//!   that driver reports to CubeCL), for a SPIR-V validator;
+//!   [`scalar_extracts`] finds in it the fault that crashed that driver.
 
 use crate::config::Precision;
 use crate::engine::fused::gpu::kernels::args::{Batch, BatchLaunch, Points, PointsLaunch};
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
+pub use crate::engine::fused::gpu::limits::{SM90_SHARED, VULKAN_NVIDIA_SHARED};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::tensor_plan::plan;
 use crate::error::{FerroError, Result};
@@ -24,12 +26,6 @@ use cubecl::wgpu::{WgpuDevice, WgpuRuntime};
 use cubecl::{
     CompilationError, Compiler, CubeTask, VulkanCompilationOptions, WgpuCompilationOptions,
 };
-
-/// Shared memory a cube may opt into on an H100 or H200 (bytes).
-pub const SM90_SHARED: usize = 232_448;
-
-/// Workgroup memory NVIDIA's Vulkan driver allows a workgroup (bytes).
-pub const VULKAN_NVIDIA_SHARED: usize = 49_152;
 
 /// wgpu's server under CUDA's target properties.
 #[derive(Debug, Clone)]
@@ -122,8 +118,8 @@ pub fn tensor_pass_spirv(
         })
 }
 
-/// The pass the engine runs for `shape` with `max_shared` bytes a cube,
-/// products on registers where `manual`.
+/// The pass the engine runs for `shape` with `max_shared` bytes a cube:
+/// CUDA's with manual MMA (`manual`), else SPIR-V's.
 fn pass_of(shape: &Shape, max_shared: usize, manual: bool) -> Result<Pass> {
     let p = plan(shape, max_shared, manual).ok_or_else(|| FerroError::OutsideEnvelope {
         reason: format!("no tensor-core plan fits {shape:?}"),
@@ -132,6 +128,7 @@ fn pass_of(shape: &Shape, max_shared: usize, manual: bool) -> Result<Pass> {
         plane: true,
         tile: p.tile,
         tensor: Some(p),
+        spirv: !manual,
         ..Pass::default()
     })
 }
@@ -175,6 +172,40 @@ pub fn shared_layout(src: &str) -> Vec<(usize, usize)> {
         .collect();
     at.sort_unstable();
     at
+}
+
+/// Components taken of scalars in the SPIR-V module `words`: an
+/// `OpCompositeExtract` of a value an `OpLoad` read as a scalar — what CubeCL
+/// makes of a vector view of shared memory, a module SPIRV-Tools' validator
+/// rejects and NVIDIA's Vulkan driver crashed on while making the pipeline.
+pub fn scalar_extracts(words: &[u32]) -> usize {
+    // SPIR-V's opcodes.
+    const TYPE_BOOL: u32 = 20;
+    const TYPE_INT: u32 = 21;
+    const TYPE_FLOAT: u32 = 22;
+    const LOAD: u32 = 61;
+    const EXTRACT: u32 = 81;
+    let mut scalar_types = std::collections::HashSet::new();
+    let mut scalar_loads = std::collections::HashSet::new();
+    let mut found = 0;
+    // After the five-word header: instructions of (length << 16 | opcode), operands.
+    let mut at = 5;
+    while let Some(&head) = words.get(at) {
+        let (len, op) = ((head >> 16) as usize, head & 0xffff);
+        let ops = words.get(at + 1..at + len.max(1)).unwrap_or(&[]);
+        match (op, ops) {
+            (TYPE_BOOL | TYPE_INT | TYPE_FLOAT, [id, ..]) => {
+                scalar_types.insert(*id);
+            }
+            (LOAD, [ty, id, ..]) if scalar_types.contains(ty) => {
+                scalar_loads.insert(*id);
+            }
+            (EXTRACT, [_, _, of, ..]) if scalar_loads.contains(of) => found += 1,
+            _ => {}
+        }
+        at += len.max(1);
+    }
+    found
 }
 
 /// One compile of the pass `pass` names, operands of type E, by compiler C.

@@ -1,7 +1,8 @@
 //! The environment switches for measuring the fused GPU kernels another
-//! way: `FERROFIT_LOAD_AHEAD` (points a unit loads at once) and
+//! way: `FERROFIT_LOAD_AHEAD` (points a unit loads at once),
 //! `FERROFIT_BOUNDS_CHECKS` (CubeCL's bounds checks on the gradient
-//! kernels). Read once, when an engine is built.
+//! kernels) and `FERROFIT_VULKAN_TENSOR_CORES=0` (no tensor-core pass through
+//! SPIR-V's cooperative matrices). Read when an engine is built.
 
 use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 
@@ -25,4 +26,15 @@ pub(super) fn load_ahead() -> usize {
 /// an index past the end reads zero instead of whatever lies there.
 pub(super) fn bounds_checks() -> bool {
     std::env::var("FERROFIT_BOUNDS_CHECKS").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
+}
+
+/// Whether the tensor-core pass may run on a wgpu device whose kernels
+/// CubeCL compiles to SPIR-V with cooperative matrices: yes unless
+/// `FERROFIT_VULKAN_TENSOR_CORES=0` (or `off`), which runs f16/bf16 emulated
+/// on the f32 tiled kernel there instead — for comparing the two, or as a
+/// way round a driver that builds the pass wrongly (docs/PERFORMANCE.md,
+/// "Tensor cores on Vulkan").
+pub(super) fn vulkan_tensor_cores() -> bool {
+    std::env::var("FERROFIT_VULKAN_TENSOR_CORES")
+        .map_or(true, |v| !matches!(v.as_str(), "0" | "off"))
 }

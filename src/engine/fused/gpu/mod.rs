@@ -22,6 +22,8 @@
 //!   CUDA C++ (and SPIR-V for NVIDIA's Vulkan driver) without that GPU, for
 //!   counting its registers, checking its shared layout and validating it
 //!   anywhere;
+//! - `limits`: the shared memory of the GPUs ferrofit is measured on (the
+//!   planners' tests and `kernel_source` plan against them);
 //! - `compiler`: which shader compiler CubeCL runs them through, in words
 //!   (for `engine_note` and refusals); `knobs`: the environment switches for
 //!   measuring the kernels another way.
@@ -36,6 +38,7 @@ pub mod kernel_source;
 pub mod kernels;
 mod knobs;
 pub mod launch;
+pub mod limits;
 pub mod memo;
 mod note;
 pub mod shape;

@@ -81,6 +81,12 @@ pub struct Pass {
     /// Half-precision operands emulated on the f32 tiled kernel
     /// (`kernels::round`): f16/bf16 where no tensor-core pass runs.
     pub half: Option<Half>,
+    /// CubeCL compiles the kernel to SPIR-V (Vulkan): a plane barrier there
+    /// orders no shared memory, so the tensor-core pass's planes hand their
+    /// scratch over at the cube's (`kernels::mma::handoff`), and vector views
+    /// of shared memory come out as invalid SPIR-V, so its sums, first layer
+    /// and output layer read and write shared memory a value at a time.
+    pub spirv: bool,
 }
 
 /// The register blocks of the tiled kernel's layer passes (chosen in

@@ -8,12 +8,13 @@
 //! The partial rows it leaves are reduced like every other gradient pass's.
 
 use crate::config::{Precision, TrainConfig};
-use crate::engine::fused::gpu::compiler::{compiler, nvrtc};
+use crate::engine::fused::gpu::compiler::{compiler, nvrtc, spirv};
 use crate::engine::fused::gpu::kernels::args::BatchLaunch;
 use crate::engine::fused::gpu::kernels::fused::CUBE_UNITS;
 use crate::engine::fused::gpu::kernels::mma::PLANE_UNITS;
 use crate::engine::fused::gpu::kernels::strips::strips_grad;
 use crate::engine::fused::gpu::kernels::tensor::{cast_params, tensor_grad};
+use crate::engine::fused::gpu::knobs::vulkan_tensor_cores;
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::gpu::tensor_plan::{plan, resident_cubes, takes, Plan};
 use crate::engine::fused::gpu::GpuFused;
@@ -41,12 +42,19 @@ pub fn tensor_plan<R: Runtime>(client: &ComputeClient<R>, cfg: &TrainConfig) -> 
     let fail = |reason: String| FerroError::OutsideEnvelope { reason };
     let p = cfg.precision.name();
     let kind = operand(cfg.precision).ok_or_else(|| fail("f32 runs the f32 kernels".into()))?;
-    if !nvrtc(client) {
+    let cooperative = spirv(client) && vulkan_tensor_cores();
+    if !nvrtc(client) && !cooperative {
         // CubeCL's WGSL compiler has no cooperative matrices; its SPIR-V
-        // compiler has them, but on NVIDIA's Vulkan driver the pass built with
-        // them gave wrong gradients (docs/PERFORMANCE.md, "SPIR-V on Vulkan").
+        // compiler has them (the pass then works round what that compiler
+        // does differently: `Pass::spirv`), unless switched off (`knobs`).
         return Err(fail(format!(
-            "--precision {p} runs on tensor cores through CUDA only"
+            "--precision {p} runs on tensor cores through CUDA or SPIR-V \
+             (Vulkan) only{}",
+            if spirv(client) {
+                "; FERROFIT_VULKAN_TENSOR_CORES=0 is set"
+            } else {
+                ""
+            }
         )));
     }
     let shape = Shape::of(cfg);
@@ -143,6 +151,7 @@ impl<R: Runtime> GpuFused<R> {
                     CubeDim::new_1d(CUBE_UNITS),
                     ArrayArg::from_raw_parts(self.buf.params.clone(), np),
                     ArrayArg::from_raw_parts(self.buf.half.clone(), np),
+                    self.pass.spirv,
                 );
             }
             // The two passes take the same arguments.

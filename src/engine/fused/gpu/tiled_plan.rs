@@ -179,8 +179,7 @@ mod tests {
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
 
-    /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
-    const H200: usize = 227 * 1024;
+    use crate::engine::fused::gpu::limits::SM90_SHARED as H200;
 
     fn relu(hidden: usize, layers: usize) -> Shape {
         Shape {

@@ -59,13 +59,14 @@ pub fn backward_layer<F: Float, E: Float>(
     let plan = comptime!(pass.tensor.expect("a tensor-core pass has a plan"));
     let (streamed, regs, tile) = comptime!((plan.streamed, plan.regs, pass.tile));
     let planes = comptime!(plan.units / PLANE_UNITS as usize);
+    let cube = comptime!(pass.spirv);
     let plane_rows = comptime!(tile * row_stride(hidden));
     let hh = comptime!(hidden * hidden + hidden);
     let off1 = comptime!(hidden * inputs + hidden);
     let ws = comptime!(if streamed { hidden } else { row_stride(hidden) });
     let w_rows = comptime!(hidden * row_stride(hidden));
     let backward = comptime!(Layer::new(tile, hidden, hidden, shape.act, true));
-    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, plan.units));
+    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, &pass, plan.units));
     let off = off1 + (l - 1) * hh;
     let d_here = delta_rows(l, layers) * plane_rows;
     let a_below = (l - 1) * plane_rows;
@@ -81,7 +82,7 @@ pub fn backward_layer<F: Float, E: Float>(
     } else if comptime!(regs) {
         mma_regs::weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes);
     } else {
-        weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes);
+        weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes, cube);
     }
     // The bias sums from the δ rows: only the top layer's where the down
     // products make the others (`colsums`).
@@ -142,7 +143,9 @@ pub fn backward_layer<F: Float, E: Float>(
             false,
         );
     } else {
-        product::<F, E>(acts, scr, &w, params, &down, a_below, backward, ws, planes);
+        product::<F, E>(
+            acts, scr, &w, params, &down, a_below, backward, ws, planes, cube,
+        );
     }
     sync_cube();
 }

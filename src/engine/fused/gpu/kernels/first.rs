@@ -4,12 +4,14 @@
 //! width splits evenly over the cube, each unit always takes the same two
 //! neighbouring hidden units, keeps their weights in registers and writes
 //! both values as one four-byte store (half the stores and index
-//! arithmetic of one value a unit); else one value an element, weights
-//! read from the parameters.
+//! arithmetic of one value a unit; in SPIR-V, where CubeCL's vector views of
+//! shared memory are invalid, two stores); else one value an element,
+//! weights read from the parameters.
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::act_fwd;
 use crate::engine::fused::gpu::kernels::mma::row_stride;
+use crate::engine::fused::gpu::kernels::round::to_operand;
 use cubecl::prelude::*;
 
 /// Whether the units of a cube take fixed pairs of hidden units.
@@ -43,7 +45,8 @@ pub fn weights<F: Float>(
 
 /// The tile's first hidden layer into `acts` (rows of [`row_stride`]) from
 /// the inputs `xin` (`tile` rows of `inputs`) by the cube's `units`; `w`
-/// from [`weights`].
+/// from [`weights`]; for SPIR-V (`spirv`) a pair's values stored one by
+/// one and rounded by hand (`round::to_operand`), else as one vector.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 pub fn layer<F: Float, E: Float>(
@@ -56,36 +59,38 @@ pub fn layer<F: Float, E: Float>(
     #[comptime] tile: usize,
     #[comptime] units: usize,
     #[comptime] act: Activation,
+    #[comptime] spirv: bool,
 ) {
     let sh = comptime!(row_stride(hidden));
     let unit = UNIT_POS as usize;
     if comptime!(paired(hidden, units)) {
         let half_w = comptime!(hidden / 2);
         let j = (unit % half_w) * 2usize;
-        let mut pairs = acts
-            .to_slice_mut()
-            .into_vectorized()
-            .with_vector_size::<Const<2>>();
         // The unit's points step by a constant (the half width divides the
         // cube), and so does its pair index: no division or product a point.
         let step = comptime!(units / half_w);
         let mut t = unit / half_w;
-        let mut at = (t * sh + j) / 2usize;
-        while t < tile {
-            let mut out = Vector::<E, Const<2>>::empty();
-            #[unroll]
-            for h in 0..2usize {
-                let mut z = w[h * comptime!(inputs + 1) + inputs];
-                #[unroll]
-                for a in 0..inputs {
-                    z += w[h * comptime!(inputs + 1) + a] * xin[t * inputs + a];
-                }
-                out[h] = E::cast_from(act_fwd::<F>(z, act));
+        if comptime!(!spirv) {
+            let mut pairs = acts
+                .to_slice_mut()
+                .into_vectorized()
+                .with_vector_size::<Const<2>>();
+            let mut at = (t * sh + j) / 2usize;
+            while t < tile {
+                // Even: the row stride and j are.
+                pairs[at] = pair::<F, E>(w, xin, t, inputs, act, false);
+                t += step;
+                at += comptime!(step * sh / 2);
             }
-            // Even: the row stride and j are.
-            pairs[at] = out;
-            t += step;
-            at += comptime!(step * sh / 2);
+        } else {
+            let mut at = t * sh + j;
+            while t < tile {
+                let out = pair::<F, E>(w, xin, t, inputs, act, true);
+                acts[at] = out[0];
+                acts[at + 1] = out[1];
+                t += step;
+                at += comptime!(step * sh);
+            }
         }
     } else {
         let mut e = unit;
@@ -97,10 +102,34 @@ pub fn layer<F: Float, E: Float>(
             for a in 0..inputs {
                 z += params[j * inputs + a] * xin[t * inputs + a];
             }
-            acts[t * sh + j] = E::cast_from(act_fwd::<F>(z, act));
+            acts[t * sh + j] = to_operand::<F, E>(act_fwd::<F>(z, act), spirv);
             e += units;
         }
     }
+}
+
+/// The activations of this unit's two hidden units at point `t`, from the
+/// weights `w` ([`weights`]), rounded by hand where `by_hand`.
+#[cube]
+fn pair<F: Float, E: Float>(
+    w: &Array<F>,
+    xin: &SharedMemory<F>,
+    t: usize,
+    #[comptime] inputs: usize,
+    #[comptime] act: Activation,
+    #[comptime] by_hand: bool,
+) -> Vector<E, Const<2>> {
+    let mut out = Vector::<E, Const<2>>::empty();
+    #[unroll]
+    for h in 0..2usize {
+        let mut z = w[h * comptime!(inputs + 1) + inputs];
+        #[unroll]
+        for a in 0..inputs {
+            z += w[h * comptime!(inputs + 1) + a] * xin[t * inputs + a];
+        }
+        out[h] = to_operand::<F, E>(act_fwd::<F>(z, act), by_hand);
+    }
+    out
 }
 
 #[cfg(test)]

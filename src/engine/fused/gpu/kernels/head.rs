@@ -11,11 +11,14 @@
 //! barriers and one two-byte access a value, strided across rows so that four
 //! lanes met in each bank (docs/results/2026-12-01-h200/profile-units/): the
 //! pass is bound by shared-memory instructions, and this cuts them eightfold.
+//! In SPIR-V (`Pass::spirv`) a chunk is read and written a value at a time:
+//! CubeCL's vector views of shared memory come out invalid there.
 
 use crate::config::{Activation, Loss};
 use crate::engine::fused::gpu::kernels::args::Batch;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::mma::row_stride;
+use crate::engine::fused::gpu::kernels::round::to_operand;
 use cubecl::prelude::*;
 
 /// Hidden values a unit takes of a point: eight half values, 16 bytes.
@@ -40,6 +43,9 @@ pub struct Head {
     pub act: Activation,
     /// The loss.
     pub loss: Loss,
+    /// Compiled to SPIR-V: a chunk read and written a value at a time, the
+    /// δs rounded by hand (`round::to_operand`).
+    pub spirv: bool,
 }
 
 impl Head {
@@ -107,10 +113,17 @@ pub fn sweep<F: Float + CubeElement, E: Float>(
             s[k] = F::new(0.0);
         }
         if mine {
-            let packed = rows[at];
-            #[unroll]
-            for k in 0..CHUNK {
-                a[k] = F::cast_from(packed[k]);
+            if comptime!(!h.spirv) {
+                let packed = rows[at];
+                #[unroll]
+                for k in 0..CHUNK {
+                    a[k] = F::cast_from(packed[k]);
+                }
+            } else {
+                #[unroll]
+                for k in 0..CHUNK {
+                    a[k] = F::cast_from(acts[at * CHUNK + k]);
+                }
             }
         }
         let inside = base + t < n;
@@ -152,10 +165,17 @@ pub fn sweep<F: Float + CubeElement, E: Float>(
         let mut delta = Vector::<E, Const<8>>::empty();
         #[unroll]
         for k in 0..CHUNK {
-            delta[k] = E::cast_from(s[k] * act_bwd_at::<F>(a[k], act));
+            delta[k] = to_operand::<F, E>(s[k] * act_bwd_at::<F>(a[k], act), h.spirv);
         }
         if mine {
-            rows[at] = delta;
+            if comptime!(!h.spirv) {
+                rows[at] = delta;
+            } else {
+                #[unroll]
+                for k in 0..CHUNK {
+                    acts[at * CHUNK + k] = delta[k];
+                }
+            }
         }
         t += step;
         at += comptime!(step * sh / CHUNK);
@@ -214,6 +234,7 @@ mod tests {
             off_out: 0,
             act: Activation::Relu,
             loss: Loss::Mse,
+            spirv: false,
         }
     }
 

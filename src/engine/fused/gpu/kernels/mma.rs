@@ -7,10 +7,15 @@
 //! neighbouring 16×16 output blocks at once: each A fragment it loads serves
 //! that many products, and the independent accumulators keep the tensor
 //! cores busy while loads are in flight. Each plane finishes its blocks
-//! through its own 16×16 f32 scratch.
+//! through its own 16×16 f32 scratch, its lanes reading what the fragment
+//! store wrote after a plane barrier — or, where a plane barrier orders no
+//! shared memory (CubeCL's SPIR-V: a subgroup control barrier without
+//! memory semantics), after the cube's barrier, every plane taking the same
+//! number of rounds ([`handoff`]).
 
 use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
+use crate::engine::fused::gpu::kernels::round::to_operand;
 use cubecl::cmma::{self, Matrix, MatrixIdent, MatrixLayout};
 use cubecl::prelude::*;
 
@@ -138,8 +143,8 @@ fn operand<E: Float>(
     )
 }
 
-/// `acc` into the plane's 16×16 scratch from `mine`, row-major, visible to
-/// the plane's lanes.
+/// `acc` into the plane's 16×16 scratch from `mine`, row-major (visible to
+/// the plane's lanes after a [`handoff`]).
 #[cube]
 fn to_scratch<F: Float>(scr: &mut SharedMemory<F>, acc: &Matrix<F>, mine: usize) {
     cmma::store(
@@ -148,7 +153,19 @@ fn to_scratch<F: Float>(scr: &mut SharedMemory<F>, acc: &Matrix<F>, mine: usize)
         comptime!(BLOCK as u32),
         MatrixLayout::RowMajor,
     );
-    sync_plane();
+}
+
+/// The barrier between a plane's writes to its scratch and its lanes'
+/// reads (and back): the plane's own, or with `cube` the cube's — where the
+/// plane barrier orders no shared memory; every unit of the cube must then
+/// reach it, so the planes run the same number of rounds.
+#[cube]
+pub fn handoff(#[comptime] cube: bool) {
+    if comptime!(cube) {
+        sync_cube();
+    } else {
+        sync_plane();
+    }
 }
 
 /// A hidden-to-hidden layer's product over the tile on the tensor cores.
@@ -170,6 +187,7 @@ pub fn product<F: Float, E: Float>(
     #[comptime] layer: Layer,
     #[comptime] ws: usize,
     #[comptime] planes: usize,
+    #[comptime] spirv: bool,
 ) {
     let hidden = comptime!(layer.out_w);
     let act = comptime!(layer.act);
@@ -181,56 +199,67 @@ pub fn product<F: Float, E: Float>(
     let lane = (UNIT_POS % PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
-    let mut b = plane;
-    while b < work {
+    // Item `b` of every round goes to plane `b % planes`; a plane past the
+    // last item still meets the others at the barriers.
+    for round in 0..comptime!(work.div_ceil(planes)) {
+        let b = plane + round * planes;
+        let live = b < work;
         let (m0, n_first) = origin(b, sp);
         let accs = accumulators::<F>(g);
-        for k in 0..nb {
-            let k0 = k * BLOCK;
-            let a = operand::<E>(
-                &source,
-                at.src + m0 * sh + k0,
-                MatrixIdent::A,
-                MatrixLayout::RowMajor,
-                sh,
-            );
-            #[unroll]
-            for q in 0..g {
-                let n0 = n_first + q * BLOCK;
-                // Forward: B[k, n] = W[n, k] (W read column-major); backward: W[k, n].
-                let wm = if comptime!(!layer.below) {
-                    operand::<E>(w, n0 * ws + k0, MatrixIdent::B, MatrixLayout::ColMajor, ws)
-                } else {
-                    operand::<E>(w, k0 * ws + n0, MatrixIdent::B, MatrixLayout::RowMajor, ws)
-                };
-                cmma::execute::<E, E, F, F>(&a, &wm, accs.index(q), accs.index(q));
+        if live {
+            for k in 0..nb {
+                let k0 = k * BLOCK;
+                let a = operand::<E>(
+                    &source,
+                    at.src + m0 * sh + k0,
+                    MatrixIdent::A,
+                    MatrixLayout::RowMajor,
+                    sh,
+                );
+                #[unroll]
+                for q in 0..g {
+                    let n0 = n_first + q * BLOCK;
+                    // Forward: B[k, n] = W[n, k] (W read column-major); backward: W[k, n].
+                    let wm = if comptime!(!layer.below) {
+                        operand::<E>(w, n0 * ws + k0, MatrixIdent::B, MatrixLayout::ColMajor, ws)
+                    } else {
+                        operand::<E>(w, k0 * ws + n0, MatrixIdent::B, MatrixLayout::RowMajor, ws)
+                    };
+                    cmma::execute::<E, E, F, F>(&a, &wm, accs.index(q), accs.index(q));
+                }
             }
         }
         #[unroll]
         for q in 0..g {
             let n0 = n_first + q * BLOCK;
-            to_scratch::<F>(scr, accs.index(q), mine);
-            // A lane's values share one column: e % 16 = lane % 16.
-            let col = n0 + lane % BLOCK;
-            let mut bias = F::new(0.0);
-            if comptime!(!layer.below) {
-                bias = params[at.off + comptime!(hidden * hidden) + col];
+            if live {
+                to_scratch::<F>(scr, accs.index(q), mine);
             }
-            #[unroll]
-            for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {
-                let e = lane + i * comptime!(PLANE_UNITS as usize);
-                let at_e = (m0 + e / BLOCK) * sh + col;
-                let v = scr[mine + e];
+            handoff(spirv);
+            if live {
+                // A lane's values share one column: e % 16 = lane % 16.
+                let col = n0 + lane % BLOCK;
+                let mut bias = F::new(0.0);
                 if comptime!(!layer.below) {
-                    acts[at.dst + at_e] = E::cast_from(act_fwd::<F>(v + bias, act));
-                } else {
-                    let a = F::cast_from(acts[below_a + at_e]);
-                    acts[at.dst + at_e] = E::cast_from(v * act_bwd_at::<F>(a, act));
+                    bias = params[at.off + comptime!(hidden * hidden) + col];
+                }
+                #[unroll]
+                for i in 0..comptime!(BLOCK * BLOCK / PLANE_UNITS as usize) {
+                    let e = lane + i * comptime!(PLANE_UNITS as usize);
+                    let at_e = (m0 + e / BLOCK) * sh + col;
+                    let v = scr[mine + e];
+                    if comptime!(!layer.below) {
+                        acts[at.dst + at_e] =
+                            to_operand::<F, E>(act_fwd::<F>(v + bias, act), spirv);
+                    } else {
+                        let a = F::cast_from(acts[below_a + at_e]);
+                        acts[at.dst + at_e] =
+                            to_operand::<F, E>(v * act_bwd_at::<F>(a, act), spirv);
+                    }
                 }
             }
-            sync_plane();
+            handoff(spirv);
         }
-        b += planes;
     }
 }
 
@@ -248,6 +277,7 @@ pub fn weight_grads<F: Float, E: Float>(
     first: bool,
     #[comptime] layer: Layer,
     #[comptime] planes: usize,
+    #[comptime] spirv: bool,
 ) {
     let hidden = comptime!(layer.out_w);
     let sh = comptime!(row_stride(hidden));
@@ -257,34 +287,42 @@ pub fn weight_grads<F: Float, E: Float>(
     let plane = (UNIT_POS / PLANE_UNITS) as usize;
     let mine = plane * comptime!(BLOCK * BLOCK);
     let source = acts.to_slice();
-    let mut b = plane;
-    while b < work {
+    for round in 0..comptime!(work.div_ceil(planes)) {
+        let b = plane + round * planes;
+        let live = b < work;
         let (m0, n_first) = origin(b, sp);
         let accs = accumulators::<F>(g);
-        for t in 0..comptime!(layer.tile / BLOCK) {
-            let t0 = t * BLOCK;
-            // A[m, k] = δ[k, m]: the δ rows read column-major.
-            let d = operand::<E>(
-                &source,
-                at.dst + t0 * sh + m0,
-                MatrixIdent::A,
-                MatrixLayout::ColMajor,
-                sh,
-            );
-            #[unroll]
-            for q in 0..g {
-                let x_at = at.src + t0 * sh + n_first + q * BLOCK;
-                let x = operand::<E>(&source, x_at, MatrixIdent::B, MatrixLayout::RowMajor, sh);
-                cmma::execute::<E, E, F, F>(&d, &x, accs.index(q), accs.index(q));
+        if live {
+            for t in 0..comptime!(layer.tile / BLOCK) {
+                let t0 = t * BLOCK;
+                // A[m, k] = δ[k, m]: the δ rows read column-major.
+                let d = operand::<E>(
+                    &source,
+                    at.dst + t0 * sh + m0,
+                    MatrixIdent::A,
+                    MatrixLayout::ColMajor,
+                    sh,
+                );
+                #[unroll]
+                for q in 0..g {
+                    let x_at = at.src + t0 * sh + n_first + q * BLOCK;
+                    let x = operand::<E>(&source, x_at, MatrixIdent::B, MatrixLayout::RowMajor, sh);
+                    cmma::execute::<E, E, F, F>(&d, &x, accs.index(q), accs.index(q));
+                }
             }
         }
         #[unroll]
         for q in 0..g {
-            to_scratch::<F>(scr, accs.index(q), mine);
-            let at_g = at.off + m0 * hidden + n_first + q * BLOCK;
-            scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
+            if live {
+                to_scratch::<F>(scr, accs.index(q), mine);
+            }
+            handoff(spirv);
+            if live {
+                let at_g = at.off + m0 * hidden + n_first + q * BLOCK;
+                scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
+            }
+            handoff(spirv);
         }
-        b += planes;
     }
 }
 
@@ -292,7 +330,8 @@ pub fn weight_grads<F: Float, E: Float>(
 /// `partials` from `at` (rows of `hidden`; written where `first`), lane by
 /// lane along the block's rows (coalesced). Every value a lane adds to is
 /// read before any is written (read one by one, each read waited for the
-/// store before it: 32 round trips to memory for 4 blocks).
+/// store before it: 32 round trips to memory for 4 blocks). A [`handoff`]
+/// must follow before the scratch is written again.
 #[cube]
 pub fn scratch_to_partials<F: Float>(
     scr: &SharedMemory<F>,
@@ -321,5 +360,4 @@ pub fn scratch_to_partials<F: Float>(
         let e = lane + i * comptime!(PLANE_UNITS as usize);
         partials[at + (e / BLOCK) * hidden + e % BLOCK] = vals[i];
     }
-    sync_plane();
 }

@@ -388,6 +388,7 @@ pub fn weight_grads<F: Float, E: Float>(
                 sync_plane();
                 let at_g = at.off + (m0 + i * BLOCK) * hidden + n_first + q * BLOCK;
                 scratch_to_partials::<F>(scr, partials, mine, at_g, first, hidden);
+                sync_plane();
             }
         }
         b += planes;

@@ -7,6 +7,7 @@
 
 use crate::engine::fused::gpu::shape::Shape;
 use crate::engine::fused::half::Half;
+use cubecl::ir::{ElemType, FloatKind};
 use cubecl::prelude::*;
 
 /// Smallest positive normal f16, 2⁻¹⁴.
@@ -43,6 +44,27 @@ pub fn round_to<F: Float>(v: F, #[comptime] half: Option<Half>) -> F {
         }
     } else {
         v
+    }
+}
+
+/// The half-precision type `E` is, if it is one.
+pub fn half_of<E: CubePrimitive>() -> Option<Half> {
+    match E::as_type_native_unchecked().elem_type() {
+        ElemType::Float(FloatKind::BF16) => Some(Half::Bf16),
+        ElemType::Float(FloatKind::F16) => Some(Half::F16),
+        _ => None,
+    }
+}
+
+/// `v` converted to the operand type `E`, rounded to the nearest value (ties
+/// to even) by hand first where `by_hand`: SPIR-V leaves the rounding of a
+/// narrowing conversion to the driver.
+#[cube]
+pub fn to_operand<F: Float, E: Float>(v: F, #[comptime] by_hand: bool) -> E {
+    if comptime!(by_hand) {
+        E::cast_from(round_to::<F>(v, comptime!(half_of::<E>())))
+    } else {
+        E::cast_from(v)
     }
 }
 

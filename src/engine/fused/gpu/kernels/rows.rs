@@ -7,6 +7,7 @@
 //! the row scaled by the batch's scale (the δs were unscaled).
 
 use crate::engine::fused::gpu::kernels::colsums::Cols;
+use crate::engine::fused::gpu::kernels::round::to_operand;
 use crate::engine::fused::gpu::kernels::sums::{self, Sum};
 use crate::engine::fused::gpu::shape::Shape;
 use cubecl::prelude::*;
@@ -58,6 +59,7 @@ pub fn hidden_weights_to_shared<F: Float, E: Float>(
     #[comptime] shape: Shape,
     #[comptime] sh: usize,
     #[comptime] units: usize,
+    #[comptime] spirv: bool,
 ) {
     let (hidden, layers) = comptime!((shape.hidden, shape.layers));
     let hh = comptime!(hidden * hidden + hidden);
@@ -67,7 +69,8 @@ pub fn hidden_weights_to_shared<F: Float, E: Float>(
     while k < comptime!((layers - 1) * hidden * hidden) {
         let l = k / comptime!(hidden * hidden);
         let r = k % comptime!(hidden * hidden);
-        wsm[l * w_rows + (r / hidden) * sh + r % hidden] = E::cast_from(params[off1 + l * hh + r]);
+        wsm[l * w_rows + (r / hidden) * sh + r % hidden] =
+            to_operand::<F, E>(params[off1 + l * hh + r], spirv);
         k += units;
     }
 }

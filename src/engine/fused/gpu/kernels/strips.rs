@@ -93,8 +93,8 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
     rows::claim::<E>(&mut acts);
     rows::claim::<F>(&mut red);
     rows::claim::<F>(&mut xin);
-    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
-    let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
+    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, &pass, cube_units));
+    let s_first = comptime!(Sum::of(Kind::First, &shape, &pass, cube_units));
     let hd = comptime!(StripHead {
         hidden,
         outputs,
@@ -110,7 +110,7 @@ pub fn strips_grad<F: Float + CubeElement, E: Float + CubeElement>(
 
     // A cube with no tile still leaves a row (of zeros).
     rows::zero_if_idle::<F>(partials, row, n, np, tile, cube_units);
-    rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
+    rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units, false);
     sync_cube();
 
     let mut a = new_strip::<E>(hidden);

@@ -10,9 +10,13 @@
 //! both with one four-byte load: half the shared-memory loads and their
 //! address arithmetic (CubeCL's indices are unsigned, so the compiler cannot
 //! fold a constant offset into the load and computes every address anew).
+//! Not in SPIR-V (`Pass::spirv`): CubeCL lowers a vector view of shared
+//! memory there to a scalar load it then takes components of — a module
+//! the validator rejects and NVIDIA's driver crashes on — so the entries are
+//! read one by one.
 
 use crate::engine::fused::gpu::kernels::mma::row_stride;
-use crate::engine::fused::gpu::shape::Shape;
+use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
 /// Which sum: its entries and their term at point `t`.
@@ -38,18 +42,21 @@ pub struct Sum {
     pub inputs: usize,
     /// Width of the hidden layers.
     pub hidden: usize,
+    /// Pairs of entries may be read as one vector (not in SPIR-V).
+    pub vectors: bool,
 }
 
 impl Sum {
-    /// Sum `kind` of a model of shape `s` over tiles of `tile` points, shared
+    /// Sum `kind` of a model of shape `s` over the tiles of `pass`, shared
     /// by `units` units.
-    pub fn of(kind: Kind, s: &Shape, tile: usize, units: usize) -> Sum {
+    pub fn of(kind: Kind, s: &Shape, pass: &Pass, units: usize) -> Sum {
         Sum {
             kind,
-            tile,
+            tile: pass.tile,
             units,
             inputs: s.inputs,
             hidden: s.hidden,
+            vectors: !pass.spirv,
         }
     }
 
@@ -62,10 +69,11 @@ impl Sum {
     }
 
     /// Neighbouring entries a unit takes together, read as one vector: 2
-    /// where the entries are units of one row (even widths), else 1.
+    /// where the entries are units of one row (even widths) and vectors may
+    /// be read, else 1.
     pub fn width(&self) -> usize {
         let row = self.kind == Kind::Bias || self.inputs == 1;
-        if row && self.hidden.is_multiple_of(2) {
+        if self.vectors && row && self.hidden.is_multiple_of(2) {
             2
         } else {
             1
@@ -216,6 +224,7 @@ mod tests {
             units,
             inputs,
             hidden,
+            vectors: true,
         }
     }
 
@@ -250,5 +259,28 @@ mod tests {
             assert!(covered >= s.entries(), "{s:?}");
             assert_eq!(s.slots() % s.width(), 0);
         }
+    }
+
+    #[test]
+    fn spirv_reads_one_entry_at_a_time() {
+        let pass = Pass {
+            tile: 128,
+            spirv: true,
+            ..Pass::default()
+        };
+        let mut shape = Shape::of(&crate::config::TrainConfig::default());
+        (shape.inputs, shape.hidden) = (1, 64);
+        let b = Sum::of(Kind::Bias, &shape, &pass, 256);
+        assert_eq!((b.width(), b.groups(), b.parts(), b.slots()), (1, 64, 4, 1));
+        let cuda = Sum::of(
+            Kind::Bias,
+            &shape,
+            &Pass {
+                spirv: false,
+                ..pass
+            },
+            256,
+        );
+        assert_eq!(cuda.width(), 2);
     }
 }

@@ -37,6 +37,7 @@ use crate::engine::fused::gpu::kernels::layers::{At, Layer};
 use crate::engine::fused::gpu::kernels::mma::{product, row_stride, BLOCK, PLANE_UNITS};
 use crate::engine::fused::gpu::kernels::mma_regs;
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::kernels::round::to_operand;
 use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::sums::{add_share, Kind, Sum};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
@@ -101,9 +102,10 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         off_out,
         act,
         loss,
+        spirv: pass.spirv,
     });
-    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, tile, cube_units));
-    let s_first = comptime!(Sum::of(Kind::First, &shape, tile, cube_units));
+    let s_bias = comptime!(Sum::of(Kind::Bias, &shape, &pass, cube_units));
+    let s_first = comptime!(Sum::of(Kind::First, &shape, &pass, cube_units));
     let mut acc_out = rows::zeroed::<F>(comptime!(hd.slots()));
     let mut acc_bias = rows::zeroed::<F>(comptime!(layers * s_bias.slots()));
     let mut acc_first = rows::zeroed::<F>(comptime!(s_first.slots()));
@@ -136,7 +138,14 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     rows::claim::<F>(&mut xin);
     rows::claim::<F>(&mut yin);
     if comptime!(!streamed) {
-        rows::hidden_weights_to_shared::<F, E>(params, &mut wsm, shape, sh, cube_units);
+        rows::hidden_weights_to_shared::<F, E>(
+            params,
+            &mut wsm,
+            shape,
+            sh,
+            cube_units,
+            comptime!(pass.spirv),
+        );
     }
     // The first layer's weights this unit uses, where it always takes the
     // same two hidden units.
@@ -173,7 +182,16 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
         sync_cube();
         // First hidden layer, f32.
         first::layer::<F, E>(
-            &mut acts, &xin, params, &w_first, inputs, hidden, tile, cube_units, act,
+            &mut acts,
+            &xin,
+            params,
+            &w_first,
+            inputs,
+            hidden,
+            tile,
+            cube_units,
+            act,
+            comptime!(pass.spirv),
         );
         sync_cube();
         // Hidden layers 2..L on the tensor cores.
@@ -201,7 +219,18 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
                     false,
                 );
             } else {
-                product::<F, E>(&mut acts, &mut scr, &w, params, &at, 0, forward, ws, planes);
+                product::<F, E>(
+                    &mut acts,
+                    &mut scr,
+                    &w,
+                    params,
+                    &at,
+                    0,
+                    forward,
+                    ws,
+                    planes,
+                    comptime!(pass.spirv),
+                );
             }
             sync_cube();
         }
@@ -315,13 +344,15 @@ pub fn tensor_grad<F: Float + CubeElement, E: Float + CubeElement>(
     rows::release::<F>(yin);
 }
 
-/// The master weights in the operand type, for the tensor cores.
+/// The master weights in the operand type, for the tensor cores (rounded
+/// by hand for SPIR-V: `spirv`).
 #[cube(launch_unchecked)]
 pub fn cast_params<F: Float + CubeElement, E: Float + CubeElement>(
     params: &Array<F>,
     half: &mut Array<E>,
+    #[comptime] spirv: bool,
 ) {
     if ABSOLUTE_POS < params.len() {
-        half[ABSOLUTE_POS] = E::cast_from(params[ABSOLUTE_POS]);
+        half[ABSOLUTE_POS] = to_operand::<F, E>(params[ABSOLUTE_POS], spirv);
     }
 }

@@ -150,8 +150,7 @@ mod tests {
         assert!(tile_points(&shape(1, 64, 3, GELU), 48 * 1024, false) < MAX_TILE);
     }
 
-    /// The H200's shared memory per cube (CUDA's opt-in maximum), in bytes.
-    const H200: usize = 227 * 1024;
+    use crate::engine::fused::gpu::limits::SM90_SHARED as H200;
 
     #[test]
     fn wide_models_take_half_a_large_shared_memory_for_tiles_of_full_blocks() {

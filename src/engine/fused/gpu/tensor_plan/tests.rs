@@ -16,8 +16,7 @@ fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
     }
 }
 
-/// The H200's shared memory per cube (opt-in maximum), in bytes.
-const H200: usize = 227 * 1024;
+use crate::engine::fused::gpu::limits::SM90_SHARED as H200;
 
 #[test]
 fn deep_models_of_whole_blocks_take_the_tensor_cores() {

@@ -1,0 +1,96 @@
+//! The tensor-core passes compiled for GPUs this machine need not have
+//! (`kernel_source`), from a wgpu device (lavapipe in CI): CUDA C++ whose
+//! shared layout is the same at every compile, SPIR-V that NVIDIA's Vulkan
+//! driver can build.
+
+use super::common;
+use ferrofit::config::{ModelSpec, Precision, TrainConfig};
+use ferrofit::engine::fused::gpu::kernel_source::{
+    scalar_extracts, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
+    VULKAN_NVIDIA_SHARED,
+};
+use ferrofit::engine::fused::gpu::shape::Shape;
+
+/// CubeCL lays a kernel's shared arrays out at every compile, once in a
+/// hash set's order (new every process); the layout changed NVRTC's program
+/// of the strip pass by up to 43 registers a unit and its time by 11 %
+/// (docs/PERFORMANCE.md, "One source, two programs"). The tensor-core
+/// passes claim their arrays in a fixed order: their CUDA C++, made here
+/// from a wgpu device (lavapipe in CI), places them alike at every compile.
+#[test]
+fn tensor_pass_lays_shared_memory_out_alike_at_every_compile() {
+    let name = "tensor_pass_lays_shared_memory_out_alike_at_every_compile";
+    if common::device(common::Kind::Wgpu, name).is_none() {
+        return;
+    }
+    let device = cubecl::wgpu::WgpuDevice::DefaultDevice;
+    // The strip pass (64 × 3, 32 × 2) and the shared-output pass (128 × 4).
+    for (hidden, layers) in [(64, 3), (32, 2), (128, 4)] {
+        // The seed job's recipe (one input, relu, MSE, SGD) at this size.
+        let cfg = TrainConfig {
+            model: ModelSpec {
+                hidden,
+                layers,
+                ..TrainConfig::default().model
+            },
+            ..TrainConfig::default()
+        };
+        let shape = Shape::of(&cfg);
+        let layouts: Vec<Vec<(usize, usize)>> = (0..4)
+            .map(|_| {
+                let src = tensor_pass(&device, shape, Precision::Bf16, SM90_SHARED)
+                    .expect("CubeCL's CUDA compiler takes the pass");
+                shared_layout(&src)
+            })
+            .collect();
+        assert!(
+            layouts[0].len() >= 5,
+            "{hidden} × {layers}: {:?}",
+            layouts[0]
+        );
+        assert!(
+            layouts.iter().all(|l| l == &layouts[0]),
+            "{hidden} × {layers}: (offset, array) differ between compiles: {layouts:?}"
+        );
+    }
+}
+
+/// The tensor-core pass as NVIDIA's Vulkan driver gets it (CubeCL's SPIR-V,
+/// cooperative matrices) takes no component of a scalar load: CubeCL's
+/// vector views of shared memory made such loads, SPIRV-Tools' validator
+/// rejected the module and the driver crashed making the pipeline. Every
+/// plan it picks there: shared output (64 × 3, 128 × 4), streamed weights
+/// (128 × 8), odd widths (48 × 3).
+#[test]
+fn tensor_pass_spirv_reads_no_component_of_a_scalar() {
+    let name = "tensor_pass_spirv_reads_no_component_of_a_scalar";
+    if common::device(common::Kind::Wgpu, name).is_none() {
+        return;
+    }
+    let device = cubecl::wgpu::WgpuDevice::DefaultDevice;
+    for (hidden, layers) in [(64, 3), (128, 4), (128, 8), (48, 3)] {
+        let cfg = TrainConfig {
+            model: ModelSpec {
+                hidden,
+                layers,
+                ..TrainConfig::default().model
+            },
+            ..TrainConfig::default()
+        };
+        for precision in [Precision::F16, Precision::Bf16] {
+            let words =
+                tensor_pass_spirv(&device, Shape::of(&cfg), precision, VULKAN_NVIDIA_SHARED)
+                    .expect("CubeCL's SPIR-V compiler takes the pass");
+            assert!(
+                words.len() > 1000,
+                "{hidden} × {layers}: {} words",
+                words.len()
+            );
+            assert_eq!(
+                scalar_extracts(&words),
+                0,
+                "{hidden} × {layers} {precision:?}: components of scalar loads"
+            );
+        }
+    }
+}
