@@ -15,12 +15,11 @@
 
 use anyhow::{anyhow, Result};
 use cubecl::wgpu::WgpuDevice;
-use ferrofit::config::{ModelSpec, Precision, TrainConfig};
+use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
-    scalar_extracts, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
+    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
     VULKAN_NVIDIA_SHARED,
 };
-use ferrofit::engine::fused::gpu::shape::Shape;
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,41 +34,28 @@ fn main() -> Result<()> {
         false => (Precision::Bf16, "bf16"),
     };
     std::fs::create_dir_all(out)?;
-    // The seed job's recipe (one input, relu, MSE, SGD) at this size.
-    let defaults = TrainConfig::default();
-    let cfg = TrainConfig {
-        model: ModelSpec {
-            hidden: h.parse()?,
-            layers: l.parse()?,
-            ..defaults.model
-        },
-        ..defaults
-    };
-    let shape = Shape::of(&cfg);
+    let shape = seed_shape(h.parse()?, l.parse()?);
     let device = WgpuDevice::DefaultDevice;
-    if args.iter().any(|a| a == "--spirv") {
-        for k in 0..count {
-            let words = tensor_pass_spirv(&device, shape, precision, VULKAN_NVIDIA_SHARED)?;
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            let path = format!("{out}/{model}_{ty}_{k}.spv");
-            std::fs::write(&path, bytes)?;
-            let bad = scalar_extracts(&words);
-            println!(
-                "{path}: {} words, {bad} components of scalar loads",
-                words.len()
-            );
-        }
-        return Ok(());
-    }
+    let spirv = args.iter().any(|a| a == "--spirv");
     for k in 0..count {
-        let src = tensor_pass(&device, shape, precision, SM90_SHARED)?;
-        let path = format!("{out}/{model}_{ty}_{k}.cu");
-        std::fs::write(&path, &src)?;
-        let at: Vec<String> = shared_layout(&src)
-            .iter()
-            .map(|(offset, index)| format!("{index}@{offset}"))
-            .collect();
-        println!("{path}: {}", at.join(" "));
+        // The file's bytes and what to say of them.
+        let (ext, bytes, said) = if spirv {
+            let words = tensor_pass_spirv(&device, shape, precision, VULKAN_NVIDIA_SHARED)?;
+            let bad = scalar_extracts(&words);
+            let said = format!("{} words, {bad} components of scalar loads", words.len());
+            let bytes = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            ("spv", bytes, said)
+        } else {
+            let src = tensor_pass(&device, shape, precision, SM90_SHARED)?;
+            let at: Vec<String> = shared_layout(&src)
+                .iter()
+                .map(|(offset, index)| format!("{index}@{offset}"))
+                .collect();
+            ("cu", src.into_bytes(), at.join(" "))
+        };
+        let path = format!("{out}/{model}_{ty}_{k}.{ext}");
+        std::fs::write(&path, bytes)?;
+        println!("{path}: {said}");
     }
     Ok(())
 }

@@ -4,12 +4,17 @@
 //! driver can build.
 
 use super::common;
-use ferrofit::config::{ModelSpec, Precision, TrainConfig};
+use cubecl::wgpu::WgpuDevice;
+use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
-    scalar_extracts, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
+    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
     VULKAN_NVIDIA_SHARED,
 };
-use ferrofit::engine::fused::gpu::shape::Shape;
+
+/// The wgpu device the passes are defined on, where test `name` has one.
+fn device(name: &str) -> Option<WgpuDevice> {
+    common::device(common::Kind::Wgpu, name).map(|_| WgpuDevice::DefaultDevice)
+}
 
 /// CubeCL lays a kernel's shared arrays out at every compile, once in a
 /// hash set's order (new every process); the layout changed NVRTC's program
@@ -19,23 +24,12 @@ use ferrofit::engine::fused::gpu::shape::Shape;
 /// from a wgpu device (lavapipe in CI), places them alike at every compile.
 #[test]
 fn tensor_pass_lays_shared_memory_out_alike_at_every_compile() {
-    let name = "tensor_pass_lays_shared_memory_out_alike_at_every_compile";
-    if common::device(common::Kind::Wgpu, name).is_none() {
+    let Some(device) = device("tensor_pass_lays_shared_memory_out_alike_at_every_compile") else {
         return;
-    }
-    let device = cubecl::wgpu::WgpuDevice::DefaultDevice;
+    };
     // The strip pass (64 × 3, 32 × 2) and the shared-output pass (128 × 4).
     for (hidden, layers) in [(64, 3), (32, 2), (128, 4)] {
-        // The seed job's recipe (one input, relu, MSE, SGD) at this size.
-        let cfg = TrainConfig {
-            model: ModelSpec {
-                hidden,
-                layers,
-                ..TrainConfig::default().model
-            },
-            ..TrainConfig::default()
-        };
-        let shape = Shape::of(&cfg);
+        let shape = seed_shape(hidden, layers);
         let layouts: Vec<Vec<(usize, usize)>> = (0..4)
             .map(|_| {
                 let src = tensor_pass(&device, shape, Precision::Bf16, SM90_SHARED)
@@ -63,24 +57,18 @@ fn tensor_pass_lays_shared_memory_out_alike_at_every_compile() {
 /// (128 × 8), odd widths (48 × 3).
 #[test]
 fn tensor_pass_spirv_reads_no_component_of_a_scalar() {
-    let name = "tensor_pass_spirv_reads_no_component_of_a_scalar";
-    if common::device(common::Kind::Wgpu, name).is_none() {
+    let Some(device) = device("tensor_pass_spirv_reads_no_component_of_a_scalar") else {
         return;
-    }
-    let device = cubecl::wgpu::WgpuDevice::DefaultDevice;
+    };
     for (hidden, layers) in [(64, 3), (128, 4), (128, 8), (48, 3)] {
-        let cfg = TrainConfig {
-            model: ModelSpec {
-                hidden,
-                layers,
-                ..TrainConfig::default().model
-            },
-            ..TrainConfig::default()
-        };
         for precision in [Precision::F16, Precision::Bf16] {
-            let words =
-                tensor_pass_spirv(&device, Shape::of(&cfg), precision, VULKAN_NVIDIA_SHARED)
-                    .expect("CubeCL's SPIR-V compiler takes the pass");
+            let words = tensor_pass_spirv(
+                &device,
+                seed_shape(hidden, layers),
+                precision,
+                VULKAN_NVIDIA_SHARED,
+            )
+            .expect("CubeCL's SPIR-V compiler takes the pass");
             assert!(
                 words.len() > 1000,
                 "{hidden} × {layers}: {} words",

@@ -11,7 +11,7 @@
 //!   that driver reports to CubeCL), for a SPIR-V validator;
 //!   [`scalar_extracts`] finds in it the fault that crashed that driver.
 
-use crate::config::Precision;
+use crate::config::{ModelSpec, Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::{Batch, BatchLaunch, Points, PointsLaunch};
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
@@ -116,6 +116,21 @@ pub fn tensor_pass_spirv(
             backend: "vulkan".into(),
             detail: "CubeCL's SPIR-V compiler returned no module".into(),
         })
+}
+
+/// The shape of the seed job's recipe (one input and output, relu, MSE,
+/// SGD) with `layers` hidden layers of `hidden` units: the models the
+/// kernels are looked at for.
+pub fn seed_shape(hidden: usize, layers: usize) -> Shape {
+    let defaults = TrainConfig::default();
+    Shape::of(&TrainConfig {
+        model: ModelSpec {
+            hidden,
+            layers,
+            ..defaults.model
+        },
+        ..defaults
+    })
 }
 
 /// The pass the engine runs for `shape` with `max_shared` bytes a cube:
