@@ -59,7 +59,7 @@ pub fn backward_layer<F: Float, E: Float>(
     let plan = comptime!(pass.tensor.expect("a tensor-core pass has a plan"));
     let (streamed, regs, tile) = comptime!((plan.streamed, plan.regs, pass.tile));
     let planes = comptime!(plan.units / PLANE_UNITS as usize);
-    let cube = comptime!(pass.spirv);
+    let spirv = comptime!(pass.spirv);
     let plane_rows = comptime!(tile * row_stride(hidden));
     let hh = comptime!(hidden * hidden + hidden);
     let off1 = comptime!(hidden * inputs + hidden);
@@ -82,7 +82,7 @@ pub fn backward_layer<F: Float, E: Float>(
     } else if comptime!(regs) {
         mma_regs::weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes);
     } else {
-        weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes, cube);
+        weight_grads::<F, E>(acts, scr, partials, &grads, first, backward, planes, spirv);
     }
     // The bias sums from the δ rows: only the top layer's where the down
     // products make the others (`colsums`).
@@ -144,7 +144,7 @@ pub fn backward_layer<F: Float, E: Float>(
         );
     } else {
         product::<F, E>(
-            acts, scr, &w, params, &down, a_below, backward, ws, planes, cube,
+            acts, scr, &w, params, &down, a_below, backward, ws, planes, spirv,
         );
     }
     sync_cube();
