@@ -42,8 +42,8 @@ pub struct Sum {
     pub inputs: usize,
     /// Width of the hidden layers.
     pub hidden: usize,
-    /// Pairs of entries may be read as one vector (not in SPIR-V).
-    pub vectors: bool,
+    /// Compiled to SPIR-V (`Pass::spirv`): no pair is read as one vector.
+    pub spirv: bool,
 }
 
 impl Sum {
@@ -56,7 +56,7 @@ impl Sum {
             units,
             inputs: s.inputs,
             hidden: s.hidden,
-            vectors: !pass.spirv,
+            spirv: pass.spirv,
         }
     }
 
@@ -69,11 +69,11 @@ impl Sum {
     }
 
     /// Neighbouring entries a unit takes together, read as one vector: 2
-    /// where the entries are units of one row (even widths) and vectors may
-    /// be read, else 1.
+    /// where the entries are units of one row (even widths) outside SPIR-V,
+    /// else 1.
     pub fn width(&self) -> usize {
         let row = self.kind == Kind::Bias || self.inputs == 1;
-        if self.vectors && row && self.hidden.is_multiple_of(2) {
+        if !self.spirv && row && self.hidden.is_multiple_of(2) {
             2
         } else {
             1
@@ -224,7 +224,7 @@ mod tests {
             units,
             inputs,
             hidden,
-            vectors: true,
+            spirv: false,
         }
     }
 
