@@ -12,30 +12,40 @@
 //! would get it instead, `DIR/HxL_TYPE_k.spv`, for a SPIR-V validator, and
 //! counts the components it takes of scalar loads (0 in a valid module).
 //! `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
+//!
+//! `cargo run --example kernel_source -- seed [--out DIR]` writes the
+//! persistent kernel of the seed job instead, `DIR/seed_persistent.cu`.
 
 use anyhow::{anyhow, Result};
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
-    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
-    VULKAN_NVIDIA_SHARED,
+    persistent_steps, scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv,
+    SM90_SHARED, VULKAN_NVIDIA_SHARED,
 };
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let model = args.first().map_or("64x3", String::as_str);
+    let out = flag(&args, "--out").unwrap_or("/tmp/kernel_source");
+    let device = WgpuDevice::DefaultDevice;
+    if model == "seed" {
+        std::fs::create_dir_all(out)?;
+        let path = format!("{out}/seed_persistent.cu");
+        std::fs::write(&path, persistent_steps(&device, seed_shape(10, 1))?)?;
+        println!("{path}");
+        return Ok(());
+    }
     let (h, l) = model
         .split_once('x')
         .ok_or_else(|| anyhow!("name the model as WIDTHxLAYERS, e.g. 64x3"))?;
     let count: usize = flag(&args, "--count").map_or(Ok(1), str::parse)?;
-    let out = flag(&args, "--out").unwrap_or("/tmp/kernel_source");
     let (precision, ty) = match args.iter().any(|a| a == "--f16") {
         true => (Precision::F16, "f16"),
         false => (Precision::Bf16, "bf16"),
     };
     std::fs::create_dir_all(out)?;
     let shape = seed_shape(h.parse()?, l.parse()?);
-    let device = WgpuDevice::DefaultDevice;
     let spirv = args.iter().any(|a| a == "--spirv");
     for k in 0..count {
         // The file's bytes and what to say of them.

@@ -9,10 +9,18 @@
 //! - [`tensor_pass_spirv`]: the SPIR-V of NVIDIA's Vulkan driver (fragments
 //!   through cooperative matrices, 48 KiB of workgroup memory, the features
 //!   that driver reports to CubeCL), for a SPIR-V validator;
-//!   [`scalar_extracts`] finds in it the fault that crashed that driver.
+//!   [`scalar_extracts`] finds in it the fault that crashed that driver;
+//! - [`persistent_steps`]: the CUDA C++ of the persistent kernel's steps
+//!   (the seed job's one-layer point pass) for the same sm_90 device, so its
+//!   registers and instructions can be counted off the GPU machine.
 
 use crate::config::{ModelSpec, Precision, TrainConfig};
-use crate::engine::fused::gpu::kernels::args::{Batch, BatchLaunch, Points, PointsLaunch};
+use crate::engine::fused::gpu::kernels::args::{
+    Batch, BatchLaunch, Exchange, ExchangeLaunch, Points, PointsLaunch, State, StateLaunch,
+};
+use crate::engine::fused::gpu::kernels::ops::{scratch_len, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::persistent::{fused_steps::FusedSteps, Plan, PlanLaunch};
+use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
 pub use crate::engine::fused::gpu::limits::{SM90_SHARED, VULKAN_NVIDIA_SHARED};
@@ -62,6 +70,64 @@ impl Runtime for CudaTarget {
     }
 }
 
+/// CubeCL's CUDA compiler options as its CUDA runtime sets them for
+/// compute capability 9.0.
+fn sm90_options() -> <CudaCompiler as Compiler>::CompilationOptions {
+    let mut opts = <CudaCompiler as Compiler>::CompilationOptions::default();
+    let features = &mut opts.supports_features;
+    features.fast_math = true;
+    features.grid_constants = true;
+    features.fast_tanh = true;
+    features.clusters = true;
+    features.elect_sync = true;
+    opts
+}
+
+/// The persistent kernel (`kernels::persistent`) for `shape`, one unit a
+/// point (a one-hidden-layer model whose row fits a unit: the seed job), as
+/// an sm_90 device with planes of 32 runs it, in CUDA C++, defined on the
+/// wgpu `device`.
+pub fn persistent_steps(device: &WgpuDevice, shape: Shape) -> Result<String> {
+    let width = shape.params() + 1;
+    let pass = Pass {
+        plane: true,
+        scatter: 32,
+        scratch: scratch_len(width, true, 32, 32),
+        ahead: LOAD_AHEAD,
+        lanes: 1,
+        ..Pass::default()
+    };
+    let client = CudaTarget::client(device);
+    let settings = KernelSettings::default()
+        .cube_dim(CubeDim::new_1d(CUBE_UNITS))
+        .address_type(AddressType::U32);
+    let mut launcher = KernelLauncher::<CudaTarget>::new(settings.clone());
+    let buf = |n: usize| client.empty(n * 4);
+    // SAFETY: the kernel is compiled, never launched: no buffer is read.
+    let (points, state, exchange, plan) = unsafe {
+        let arr = |n: usize| ArrayArg::from_raw_parts(buf(n), n);
+        (
+            PointsLaunch::<f32, CudaTarget>::new(arr(16), arr(16), arr(1)),
+            StateLaunch::<f32, CudaTarget>::new(arr(16), arr(16), arr(16), arr(2)),
+            ExchangeLaunch::<CudaTarget>::new(arr(16), arr(16), arr(1)),
+            PlanLaunch::<f32, CudaTarget>::new(arr(16), arr(16), 1, 0, 1, 0.0),
+        )
+    };
+    let points = <Points<f32> as LaunchArg>::register(points, &mut launcher);
+    let state = <State<f32> as LaunchArg>::register(state, &mut launcher);
+    let exchange = <Exchange as LaunchArg>::register(exchange, &mut launcher);
+    let plan = <Plan<f32> as LaunchArg>::register(plan, &mut launcher);
+    let kernel = FusedSteps::<f32, CudaTarget>::new(
+        settings, client, points, state, exchange, plan, shape, pass,
+    );
+    compile::<_, CudaCompiler>(kernel, &sm90_options())
+        .map(|k| k.source)
+        .map_err(|e| FerroError::BackendFailed {
+            backend: "cuda-source".into(),
+            detail: format!("CubeCL's compiler: {e}"),
+        })
+}
+
 /// The tensor-core pass for `shape` in `precision` (f16 or bf16) as an
 /// sm_90 device with `max_shared` bytes a cube runs it, in CUDA C++,
 /// defined on the wgpu `device`.
@@ -73,14 +139,8 @@ pub fn tensor_pass(
 ) -> Result<String> {
     let pass = pass_of(&shape, max_shared, true)?;
     let client = CudaTarget::client(device);
-    let mut opts = <CudaCompiler as Compiler>::CompilationOptions::default();
-    let features = &mut opts.supports_features;
-    features.fast_math = true;
-    features.grid_constants = true;
-    features.fast_tanh = true;
-    features.clusters = true;
-    features.elect_sync = true;
-    let k = by_operand::<CudaTarget, CudaCompiler>(&client, shape, pass, precision, &opts)?;
+    let k =
+        by_operand::<CudaTarget, CudaCompiler>(&client, shape, pass, precision, &sm90_options())?;
     Ok(k.source)
 }
 
