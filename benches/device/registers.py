@@ -5,11 +5,17 @@ PTX with CubeCL's options (sm_90a), ptxas 13.0 -v counts the registers.
 
     python3 benches/device/registers.py LOG [LOG ...]
     python3 benches/device/registers.py --orders [--align INDEX=BYTES ...] LOG [LOG ...]
+    python3 benches/device/registers.py --loops LOG [LOG ...]
 
 With --orders, the first kernel of each LOG is compiled once for every
 order of its shared arrays (`shared_memory_INDEX`), each placed after the
 one before at a multiple of its alignment (32 bytes, or as --align says),
 and each order's registers printed.
+
+With --loops, each kernel's SASS (nvdisasm, from PyPI's nvidia-cuda-nvdisasm
+wheel) is searched for its loops — stretches that end in a branch back — and
+each is printed with its length in instructions and its commonest opcodes: the
+instructions a point or a tile costs, without a GPU.
 
 LOG: CubeCL's full compilation log (`run.sh source` or `run.sh compiles`
 keep them), or one kernel's CUDA C++ in a `.cu` file (`cargo run --example
@@ -18,11 +24,13 @@ kernel_source` writes them without a GPU). The CUDA wheels come from PyPI into $
 256-unit cube of the tensor-core passes fits once a multiprocessor, not
 twice (docs/PERFORMANCE.md, "One source, two programs").
 """
-import ctypes, itertools, os, re, subprocess, sys, tempfile, zipfile
+import collections, ctypes, itertools, os, re, subprocess, sys, tempfile, zipfile
 
 ROOT = os.environ.get("FERROFIT_CUDA_WHEELS", os.path.expanduser("~/.cache/ferrofit-cuda13"))
 WHEELS = ["nvidia-cuda-nvrtc==13.0.*", "nvidia-cuda-nvcc==13.0.*", "nvidia-cuda-runtime==13.0.*",
           "nvidia-cuda-crt==13.0.*"]
+# 13.0 of the disassembler is not on PyPI; 13.2 reads sm_90a code of ptxas 13.0.
+DISASM = "nvidia-cuda-nvdisasm==13.2.*"
 CU13 = os.path.join(ROOT, "x", "nvidia", "cu13")
 
 
@@ -87,6 +95,45 @@ def registers(nvrtc, src):
     return (regs[0] if regs else "?"), (spills[0] if spills else "?")
 
 
+def loops(nvrtc, src):
+    """(start, end, instructions, commonest opcodes) of each loop of `src`'s SASS."""
+    nvdisasm = os.path.join(CU13, "bin", "nvdisasm")
+    if not os.path.exists(nvdisasm):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", ROOT, DISASM],
+                       check=True)
+        wheel = next(w for w in os.listdir(ROOT) if w.startswith("nvidia_cuda_nvdisasm"))
+        zipfile.ZipFile(os.path.join(ROOT, wheel)).extractall(os.path.join(ROOT, "x"))
+        os.chmod(nvdisasm, 0o755)
+    with tempfile.TemporaryDirectory() as d:
+        ptx, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
+        open(ptx, "wb").write(ptx_of(nvrtc, src))
+        subprocess.run([os.path.join(CU13, "bin", "ptxas"), "-arch=sm_90a", "-o", cubin, ptx], check=True)
+        sass = subprocess.run([nvdisasm, "-c", cubin], capture_output=True, text=True, check=True).stdout
+    # Lines "/*0ac0*/  @!P0 FFMA R1, ... ;" and labels ".L_x_3:"; a branch names
+    # its target by label: (address, opcode without modifiers, target label or None).
+    code, labels, pending = [], {}, []
+    for line in sass.splitlines():
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            pending.append(label[1])
+            continue
+        m = re.search(r"/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", line)
+        if not m:
+            continue
+        at = int(m[1], 16)
+        for name in pending:
+            labels[name] = at
+        pending = []
+        target = re.search(r"\((\.L_x_\d+)\)", m[3]) if m[2].startswith("BRA") else None
+        code.append((at, m[2].split(".")[0], target[1] if target else None))
+    code = [(at, op, labels.get(t)) for at, op, t in code]
+    for at, _, target in code:
+        if target is not None and target <= at:
+            body = [op for a, op, _ in code if target <= a <= at]
+            top = collections.Counter(body).most_common(6)
+            yield target, at, len(body), " ".join(f"{op} {n}" for op, n in top)
+
+
 def orders(nvrtc, src, align):
     """Every order of `src`'s shared arrays, with its registers."""
     sizes = {int(m["index"]): int(m["bytes"]) for m in SHARED.finditer(src)}
@@ -103,7 +150,8 @@ def orders(nvrtc, src, align):
 def main():
     args, align = sys.argv[1:], {}
     by_order = args[:1] == ["--orders"]
-    args = args[1:] if by_order else args
+    by_loop = args[:1] == ["--loops"]
+    args = args[1:] if by_order or by_loop else args
     while args[:1] == ["--align"]:
         i, b = args[1].split("=")
         align[int(i)] = int(b)
@@ -119,6 +167,10 @@ def main():
                 print(f"{log}: {name}: {order}: {regs} registers", flush=True)
             continue
         for name, src in kernels(log):
+            if by_loop:
+                for start, end, n, top in loops(nvrtc, src):
+                    print(f"{log}: {name}: loop {start:#06x}..{end:#06x}: {n} instructions ({top})")
+                continue
             regs, spills = registers(nvrtc, src)
             print(f"{log}: {name}: {regs} registers, {spills} bytes spilled")
 
