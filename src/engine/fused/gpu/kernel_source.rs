@@ -20,7 +20,7 @@ use crate::engine::fused::gpu::kernels::args::{
 };
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps::FusedSteps, Plan, PlanLaunch};
-use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
+use crate::engine::fused::gpu::knobs::load_ahead;
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
 pub use crate::engine::fused::gpu::limits::{SM90_SHARED, VULKAN_NVIDIA_SHARED};
@@ -86,14 +86,15 @@ fn sm90_options() -> <CudaCompiler as Compiler>::CompilationOptions {
 /// The persistent kernel (`kernels::persistent`) for `shape`, one unit a
 /// point (a one-hidden-layer model whose row fits a unit: the seed job), as
 /// an sm_90 device with planes of 32 runs it, in CUDA C++, defined on the
-/// wgpu `device`.
+/// wgpu `device` (`FERROFIT_LOAD_AHEAD` names another group of points, as
+/// on the GPU).
 pub fn persistent_steps(device: &WgpuDevice, shape: Shape) -> Result<String> {
     let width = shape.params() + 1;
     let pass = Pass {
         plane: true,
         scatter: 32,
         scratch: scratch_len(width, true, 32, 32),
-        ahead: LOAD_AHEAD,
+        ahead: load_ahead(),
         lanes: 1,
         ..Pass::default()
     };
