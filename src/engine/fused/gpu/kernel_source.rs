@@ -20,9 +20,9 @@ use crate::engine::fused::gpu::kernels::args::{
 };
 use crate::engine::fused::gpu::kernels::ops::{scratch_len, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps::FusedSteps, Plan, PlanLaunch};
-use crate::engine::fused::gpu::knobs::load_ahead;
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
+use crate::engine::fused::gpu::knobs::load_ahead;
 pub use crate::engine::fused::gpu::limits::{SM90_SHARED, VULKAN_NVIDIA_SHARED};
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use crate::engine::fused::gpu::tensor_plan::plan;
