@@ -99,14 +99,10 @@ pub fn persistent_steps(device: &WgpuDevice, shape: Shape) -> Result<String> {
         ..Pass::default()
     };
     let client = CudaTarget::client(device);
-    let settings = KernelSettings::default()
-        .cube_dim(CubeDim::new_1d(CUBE_UNITS))
-        .address_type(AddressType::U32);
-    let mut launcher = KernelLauncher::<CudaTarget>::new(settings.clone());
-    let buf = |n: usize| client.empty(n * 4);
+    let (settings, mut launcher) = compile_only::<CudaTarget>(CUBE_UNITS);
     // SAFETY: the kernel is compiled, never launched: no buffer is read.
     let (points, state, exchange, plan) = unsafe {
-        let arr = |n: usize| ArrayArg::from_raw_parts(buf(n), n);
+        let arr = |n| placeholder(&client, n);
         (
             PointsLaunch::<f32, CudaTarget>::new(arr(16), arr(16), arr(1)),
             StateLaunch::<f32, CudaTarget>::new(arr(16), arr(16), arr(16), arr(2)),
@@ -123,10 +119,7 @@ pub fn persistent_steps(device: &WgpuDevice, shape: Shape) -> Result<String> {
     );
     compile::<_, CudaCompiler>(kernel, &sm90_options())
         .map(|k| k.source)
-        .map_err(|e| FerroError::BackendFailed {
-            backend: "cuda-source".into(),
-            detail: format!("CubeCL's compiler: {e}"),
-        })
+        .map_err(|e| compiler_error("cuda-source", e))
 }
 
 /// The tensor-core pass for `shape` in `precision` (f16 or bf16) as an
@@ -226,10 +219,34 @@ fn by_operand<R: Runtime, C: Compiler + Default>(
             })
         }
     };
-    compiled.map_err(|e| FerroError::BackendFailed {
-        backend: R::name(client).into(),
+    compiled.map_err(|e| compiler_error(R::name(client), e))
+}
+
+/// A compile error of CubeCL's for `backend`, in words.
+fn compiler_error(backend: &str, e: CompilationError) -> FerroError {
+    FerroError::BackendFailed {
+        backend: backend.into(),
         detail: format!("CubeCL's compiler: {e}"),
-    })
+    }
+}
+
+/// The settings and launcher of a kernel compiled, never launched, with
+/// `units` a cube (32-bit addresses, as ferrofit launches its kernels).
+fn compile_only<R: Runtime>(units: u32) -> (KernelSettings, KernelLauncher<R>) {
+    let settings = KernelSettings::default()
+        .cube_dim(CubeDim::new_1d(units))
+        .address_type(AddressType::U32);
+    let launcher = KernelLauncher::<R>::new(settings.clone());
+    (settings, launcher)
+}
+
+/// A buffer of `n` f32-sized values to stand for a kernel argument.
+///
+/// # Safety
+/// Only for kernels that are compiled and never launched: nothing is in it.
+unsafe fn placeholder<R: Runtime>(client: &ComputeClient<R>, n: usize) -> ArrayArg<R> {
+    // SAFETY: `n` values were allocated; the caller never launches the kernel.
+    unsafe { ArrayArg::from_raw_parts(client.empty(n * 4), n) }
 }
 
 /// Where `src` places its shared arrays: (offset in bytes, array index), by offset.
@@ -292,22 +309,15 @@ fn source<R: Runtime, C: Compiler + Default, E: Float + CubeElement>(
     opts: &C::CompilationOptions,
 ) -> std::result::Result<CompiledKernel<C>, CompilationError> {
     let units = pass.tensor.map_or(256, |p| p.units) as u32;
-    let settings = KernelSettings::default()
-        .cube_dim(CubeDim::new_1d(units))
-        .address_type(AddressType::U32);
-    let mut launcher = KernelLauncher::<R>::new(settings.clone());
-    let buf = |n: usize| client.empty(n * 4);
+    let (settings, mut launcher) = compile_only::<R>(units);
     // SAFETY: the kernel is compiled, never launched: no buffer is read.
     let (points, params, half, partials) = unsafe {
+        let arr = |n| placeholder(client, n);
         (
-            PointsLaunch::<f32, R>::new(
-                ArrayArg::from_raw_parts(buf(16), 16),
-                ArrayArg::from_raw_parts(buf(16), 16),
-                ArrayArg::from_raw_parts(buf(1), 1),
-            ),
-            ArrayArg::from_raw_parts(buf(16), 16),
-            ArrayArg::from_raw_parts(buf(16), 16),
-            ArrayArg::from_raw_parts(buf(16), 16),
+            PointsLaunch::<f32, R>::new(arr(16), arr(16), arr(1)),
+            arr(16),
+            arr(16),
+            arr(16),
         )
     };
     let points = <Points<f32> as LaunchArg>::register(points, &mut launcher);
