@@ -224,6 +224,17 @@ common::per_gpu! {
                 Loss::Mse,
                 777,
             ),
+            // A row of 11 values: no plane operations (lavapipe) sum it in
+            // one chunk of 16 columns, the last five unused.
+            (
+                ModelSpec {
+                    hidden: 3,
+                    activation: Activation::Tanh,
+                    ..base
+                },
+                Loss::Mse,
+                1001,
+            ),
             // Several inputs, one output (the first layer's sums taken
             // without the output weight, which is applied once at the end).
             (

@@ -21,8 +21,16 @@ pub const DRIVER_SHARED_PER_CUBE: usize = 1024;
 pub fn cubes_by_shared(bytes: usize, per_sm_shared: usize) -> usize {
     per_sm_shared / (bytes + DRIVER_SHARED_PER_CUBE)
 }
-/// Accumulators reduced together per round of the shared-memory tree reduction.
-pub const ROWS: usize = 8;
+/// Most columns of a gradient row that [`cube_rows`] sums together without
+/// plane operations (a power of two, at most [`CUBE_UNITS`]): 17 KiB of
+/// shared memory with their shares, where a software device (lavapipe) has 32.
+pub const COLUMNS: usize = 16;
+
+/// Columns [`cube_rows`] sums together without plane operations for a row
+/// of `width` values: a power of two, so its units split evenly into shares.
+fn chunk_columns(width: usize) -> usize {
+    width.next_power_of_two().min(COLUMNS)
+}
 /// Whether the fused kernels reduce with plane sums on a device whose
 /// smallest plane (warp, subgroup) has `plane_min` units: they need plane
 /// operations and planes of at least 4 (a known, bounded number per cube).
@@ -32,14 +40,17 @@ pub fn use_planes(has_plane_ops: bool, plane_min: u32) -> bool {
 
 /// Shared-memory scratch that [`cube_rows`] and [`cube_sum`] need for a
 /// gradient row of `width` values: one row per plane (per `scatter` lanes,
-/// padded to whole chunks of them, with the reduce-scatter), or the tree's rows.
+/// padded to whole chunks of them, with the reduce-scatter), or [`COLUMNS`]
+/// units' rows and their shares.
 pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) -> usize {
     if scatter > 0 {
         CUBE_UNITS as usize * width.div_ceil(scatter)
     } else if plane {
         (CUBE_UNITS / plane_min) as usize * width
     } else {
-        ROWS * CUBE_UNITS as usize
+        // The columns' values, then their shares; at least one value a unit
+        // (`cube_sum`).
+        (chunk_columns(width) + 1) * CUBE_UNITS as usize
     }
 }
 
@@ -49,8 +60,8 @@ pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) ->
 /// values, lane `k` ends with the group's sum of value `k` after
 /// `scatter - 1` shuffles, where a plane sum takes log2(lanes) a value —
 /// then one pass over the groups. With `plane`: a plane sum per value, then
-/// one pass over the planes. Else a shared-memory tree, [`ROWS`] values at a
-/// time. Every order is fixed, so the result is deterministic. `red` holds
+/// one pass over the planes. Else through shared memory, [`COLUMNS`] values
+/// at a time. Every order is fixed, so the result is deterministic. `red` holds
 /// [`scratch_len`] values.
 #[cube]
 pub fn cube_rows<F: Float>(
@@ -131,35 +142,45 @@ pub fn cube_rows<F: Float>(
         }
         sync_cube();
     } else {
+        // No plane operations: a chunk of columns at a time, every unit's
+        // values into shared memory, then `parts` units a column add a
+        // share of them, then one unit a column adds the shares. Three
+        // barriers a chunk and none in a loop: a software device
+        // (lavapipe) turns every barrier into a suspension point of a
+        // coroutine holding the unit's whole row, which took its compiler
+        // minutes per kernel with a barrier for each level of a tree.
         let units = CUBE_UNITS as usize;
+        let cols = comptime!(chunk_columns(width));
+        let parts = comptime!(CUBE_UNITS as usize / cols);
+        let share = comptime!(CUBE_UNITS as usize / parts);
+        let shares = cols * units;
         #[unroll]
-        for c in 0..width.div_ceil(ROWS) {
+        for c in 0..width.div_ceil(cols) {
             #[unroll]
-            for r in 0..ROWS {
-                let j = c * ROWS + r;
+            for r in 0..cols {
+                let j = c * cols + r;
                 if j < width {
                     red[r * units + unit] = acc[j] * scale;
-                } else {
-                    red[r * units + unit] = F::new(0.0);
                 }
             }
             sync_cube();
-            let mut half = (CUBE_DIM / 2u32) as usize;
-            while half > 0usize {
-                if unit < half {
-                    for r in 0..ROWS {
-                        let other = red[r * units + unit + half];
-                        red[r * units + unit] += other;
-                    }
+            if unit < cols * parts {
+                let r = unit / parts;
+                let q = unit % parts;
+                let mut s = F::new(0.0);
+                for k in 0..share {
+                    s += red[r * units + q + k * parts];
                 }
-                sync_cube();
-                half /= 2usize;
+                red[shares + unit] = s;
             }
-            if unit < ROWS {
-                let j = c * ROWS + unit;
-                if j < width {
-                    row[j] = red[unit * units];
+            sync_cube();
+            let j = c * cols + unit;
+            if unit < cols && j < width {
+                let mut s = F::new(0.0);
+                for q in 0..parts {
+                    s += red[shares + unit * parts + q];
                 }
+                row[j] = s;
             }
             sync_cube();
         }
@@ -257,5 +278,24 @@ pub fn cube_gradient<F: Float>(
             plane,
             comptime!(pass.scatter),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_falls_in_one_share_of_a_chunk() {
+        for width in 1..=200 {
+            let cols = chunk_columns(width);
+            let parts = CUBE_UNITS as usize / cols;
+            let share = CUBE_UNITS as usize / parts;
+            // Share q of a column takes units q, q + parts, …: all of them once.
+            assert_eq!(parts * share, CUBE_UNITS as usize, "width {width}");
+            // The chunk's values and the shares fit the scratch.
+            let need = (cols + 1) * CUBE_UNITS as usize;
+            assert!(need <= scratch_len(width, false, 0, 0), "width {width}");
+        }
     }
 }
