@@ -27,21 +27,22 @@ pub fn round_to<F: Float>(v: F, #[comptime] half: Option<Half>) -> F {
         let b = u32::reinterpret(v);
         F::reinterpret((b + 0x7FFFu32 + ((b >> 16u32) & 1u32)) & 0xFFFF_0000u32)
     } else if comptime!(half == Some(Half::F16)) {
+        // Every case computed and the right one selected: no branch a lane
+        // can take alone. The tensor-core pass on Vulkan rounds every
+        // operand here; with branches, f16 took 430 ms at 3 × 64 where bf16
+        // took 296 ms (docs/PERFORMANCE.md, "Tensor cores on Vulkan").
         let a = F::abs(v);
         let b = u32::reinterpret(v);
-        if (b & 0x7FFF_FFFFu32) > 0x7F80_0000u32 {
-            // A NaN stays itself.
-            v
-        } else if a >= F::new(F16_OVERFLOW) {
-            // Infinity of v's sign.
-            F::reinterpret((b & 0x8000_0000u32) | 0x7F80_0000u32)
-        } else if a < F::new(F16_MIN_NORMAL) {
-            // Subnormal: the nearest multiple of 2⁻²⁴.
-            F::round(v * F::new(F16_SUBNORMAL_STEPS)) / F::new(F16_SUBNORMAL_STEPS)
-        } else {
-            // Normal: 10 bits of mantissa kept of f32's 23, as for bf16.
-            F::reinterpret((b + 0xFFFu32 + ((b >> 13u32) & 1u32)) & 0xFFFF_E000u32)
-        }
+        // Normal: 10 bits of mantissa kept of f32's 23, as for bf16.
+        let normal = F::reinterpret((b + 0xFFFu32 + ((b >> 13u32) & 1u32)) & 0xFFFF_E000u32);
+        // Subnormal: the nearest multiple of 2⁻²⁴.
+        let sub = F::round(v * F::new(F16_SUBNORMAL_STEPS)) / F::new(F16_SUBNORMAL_STEPS);
+        // Past the largest f16: infinity of v's sign.
+        let inf = F::reinterpret((b & 0x8000_0000u32) | 0x7F80_0000u32);
+        let r = select(a < F::new(F16_MIN_NORMAL), sub, normal);
+        let r = select(a >= F::new(F16_OVERFLOW), inf, r);
+        // A NaN stays itself.
+        select((b & 0x7FFF_FFFFu32) > 0x7F80_0000u32, v, r)
     } else {
         v
     }
