@@ -34,17 +34,20 @@ DISASM = "nvidia-cuda-nvdisasm==13.2.*"
 CU13 = os.path.join(ROOT, "x", "nvidia", "cu13")
 
 
-def fetch():
-    """The four wheels, unpacked once."""
-    if os.path.exists(os.path.join(CU13, "bin", "ptxas")):
-        return
+def install(specs, tool):
+    """The wheels `specs`, downloaded from PyPI and unpacked once; the path of
+    `tool`, one of their programs, made executable."""
+    path = os.path.join(CU13, "bin", tool)
+    if os.path.exists(path):
+        return path
     os.makedirs(ROOT, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", ROOT] + WHEELS,
-                   check=True)
-    for w in os.listdir(ROOT):
-        if w.endswith(".whl"):
-            zipfile.ZipFile(os.path.join(ROOT, w)).extractall(os.path.join(ROOT, "x"))
-    os.chmod(os.path.join(CU13, "bin", "ptxas"), 0o755)
+    with tempfile.TemporaryDirectory(dir=ROOT) as d:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", d] + specs,
+                       check=True)
+        for w in os.listdir(d):
+            zipfile.ZipFile(os.path.join(d, w)).extractall(os.path.join(ROOT, "x"))
+    os.chmod(path, 0o755)
+    return path
 
 
 def kernels(log):
@@ -97,13 +100,7 @@ def registers(nvrtc, src):
 
 def loops(nvrtc, src):
     """(start, end, instructions, commonest opcodes) of each loop of `src`'s SASS."""
-    nvdisasm = os.path.join(CU13, "bin", "nvdisasm")
-    if not os.path.exists(nvdisasm):
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", ROOT, DISASM],
-                       check=True)
-        wheel = next(w for w in os.listdir(ROOT) if w.startswith("nvidia_cuda_nvdisasm"))
-        zipfile.ZipFile(os.path.join(ROOT, wheel)).extractall(os.path.join(ROOT, "x"))
-        os.chmod(nvdisasm, 0o755)
+    nvdisasm = install([DISASM], "nvdisasm")
     with tempfile.TemporaryDirectory() as d:
         ptx, cubin = os.path.join(d, "k.ptx"), os.path.join(d, "k.cubin")
         open(ptx, "wb").write(ptx_of(nvrtc, src))
@@ -156,7 +153,7 @@ def main():
         i, b = args[1].split("=")
         align[int(i)] = int(b)
         args = args[2:]
-    fetch()
+    install(WHEELS, "ptxas")
     lib = os.path.join(CU13, "lib")
     ctypes.CDLL(os.path.join(lib, "libnvrtc-builtins.so.13.0"), mode=ctypes.RTLD_GLOBAL)
     nvrtc = ctypes.CDLL(os.path.join(lib, "libnvrtc.so.13"))
