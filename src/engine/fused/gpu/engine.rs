@@ -15,7 +15,7 @@ use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
 use crate::engine::fused::gpu::compiler::{compiler, nvrtc, spirv};
 use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
-use crate::engine::fused::gpu::kernels::ops::{scratch_len, use_planes};
+use crate::engine::fused::gpu::kernels::ops::{row_reduction, use_planes};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
 use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead};
 use crate::engine::fused::gpu::memo::Memo;
@@ -111,14 +111,7 @@ impl<R: Runtime> GpuFused<R> {
             Some(l) => l,
             None => split_lanes(inputs, hidden, outputs, plane, plane_min),
         };
-        // The one-unit-a-point pass reduces its rows by a reduce-scatter in
-        // groups of at most 32 lanes (valid in any wider plane: the shuffles
-        // stay in their group; a 64-lane group would pad a 32-value row).
-        let scatter = if plane && lanes == 1 {
-            plane_min.min(32) as usize
-        } else {
-            0
-        };
+        let (scatter, scratch) = row_reduction(np + 1, plane, plane_min, lanes);
         let m = &cfg.model;
         // Half precision on the tensor cores where they take the model, else
         // emulated on the tiled kernel's one-value passes.
@@ -160,13 +153,7 @@ impl<R: Runtime> GpuFused<R> {
                 use_idx: false,
                 plane,
                 scatter,
-                // Split passes reduce in their own way; cube sums need one value per plane.
-                scratch: scratch_len(
-                    if lanes > 1 { 1 } else { np + 1 },
-                    plane,
-                    plane_min,
-                    scatter,
-                ),
+                scratch,
                 // Wide models spill registers already: loading ahead only adds code.
                 ahead: if software || np > 64 { 1 } else { load_ahead() },
                 lanes,

@@ -18,7 +18,7 @@ use crate::config::{ModelSpec, Precision, TrainConfig};
 use crate::engine::fused::gpu::kernels::args::{
     Batch, BatchLaunch, Exchange, ExchangeLaunch, Points, PointsLaunch, State, StateLaunch,
 };
-use crate::engine::fused::gpu::kernels::ops::{scratch_len, CUBE_UNITS};
+use crate::engine::fused::gpu::kernels::ops::{row_reduction, CUBE_UNITS};
 use crate::engine::fused::gpu::kernels::persistent::{fused_steps::FusedSteps, Plan, PlanLaunch};
 use crate::engine::fused::gpu::kernels::strips::strips_grad::StripsGrad;
 use crate::engine::fused::gpu::kernels::tensor::tensor_grad::TensorGrad;
@@ -89,11 +89,11 @@ fn sm90_options() -> <CudaCompiler as Compiler>::CompilationOptions {
 /// wgpu `device` (`FERROFIT_LOAD_AHEAD` names another group of points, as
 /// on the GPU).
 pub fn persistent_steps(device: &WgpuDevice, shape: Shape) -> Result<String> {
-    let width = shape.params() + 1;
+    let (scatter, scratch) = row_reduction(shape.params() + 1, true, 32, 1);
     let pass = Pass {
         plane: true,
-        scatter: 32,
-        scratch: scratch_len(width, true, 32, 32),
+        scatter,
+        scratch,
         ahead: load_ahead(),
         lanes: 1,
         ..Pass::default()

@@ -54,6 +54,25 @@ pub fn scratch_len(width: usize, plane: bool, plane_min: u32, scatter: usize) ->
     }
 }
 
+/// How a pass of `lanes` units a point reduces a gradient row of `width`
+/// values on a device whose smallest plane has `plane_min` units (plane
+/// operations when `plane`): the reduce-scatter's lanes ([`cube_rows`]; 0
+/// for none) and the shared scratch, in values. The engine and
+/// `kernel_source` both take it, so the kernel shown is the kernel run.
+pub fn row_reduction(width: usize, plane: bool, plane_min: u32, lanes: usize) -> (usize, usize) {
+    // One unit a point: a reduce-scatter in groups of at most 32 lanes
+    // (valid in any wider plane: the shuffles stay in their group; a 64-lane
+    // group would pad a 32-value row).
+    let scatter = if plane && lanes == 1 {
+        plane_min.min(32) as usize
+    } else {
+        0
+    };
+    // Split passes reduce in their own way; cube sums need one value per plane.
+    let rows = if lanes > 1 { 1 } else { width };
+    (scatter, scratch_len(rows, plane, plane_min, scatter))
+}
+
 /// Sums every unit's `acc` (times `scale`) over the cube into `row[0..width]`.
 /// With `scatter` lanes (a power of two, at most 32): a reduce-scatter within
 /// each group of that many lanes of a plane — for each chunk of `scatter`
