@@ -170,8 +170,9 @@ pub fn cube_rows<F: Float>(
         // minutes per kernel with a barrier for each level of a tree.
         let units = CUBE_UNITS as usize;
         let cols = comptime!(chunk_columns(width));
+        // `cols` divides the cube's units: share q of column r is units
+        // q, q + parts, … (`cols` of them), and every unit is in one share.
         let parts = comptime!(CUBE_UNITS as usize / cols);
-        let share = comptime!(CUBE_UNITS as usize / parts);
         let shares = cols * units;
         #[unroll]
         for c in 0..width.div_ceil(cols) {
@@ -183,15 +184,13 @@ pub fn cube_rows<F: Float>(
                 }
             }
             sync_cube();
-            if unit < cols * parts {
-                let r = unit / parts;
-                let q = unit % parts;
-                let mut s = F::new(0.0);
-                for k in 0..share {
-                    s += red[r * units + q + k * parts];
-                }
-                red[shares + unit] = s;
+            let r = unit / parts;
+            let q = unit % parts;
+            let mut s = F::new(0.0);
+            for k in 0..cols {
+                s += red[r * units + q + k * parts];
             }
+            red[shares + unit] = s;
             sync_cube();
             let j = c * cols + unit;
             if unit < cols && j < width {
