@@ -291,6 +291,17 @@ common::per_gpu! {
                 Loss::Mse,
                 300,
             ),
+            // Tiles of fewer than 32 points where shared memory is 48 KiB or
+            // less (Vulkan): blocks of 2 points, cubes of up to 1,024 units.
+            (
+                ModelSpec {
+                    hidden: 64,
+                    layers: 6,
+                    ..base
+                },
+                Loss::Mse,
+                1000,
+            ),
             // Many cubes' partial rows to sum (the reduction's unrolled loop).
             (
                 ModelSpec {

@@ -22,7 +22,7 @@ use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
-use crate::engine::fused::gpu::tiled_plan::tiled_layout;
+use crate::engine::fused::gpu::tiled_plan::{tiled_layout, TiledDevice};
 use crate::engine::fused::half::Half;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
@@ -122,13 +122,15 @@ impl<R: Runtime> GpuFused<R> {
         let checked = bounds_checks();
         // The tiled kernel's tile and blocks, where it runs (other kernels ignore the blocks).
         let tiled = (tensor.is_none() && (m.layers > 1 || np > MAX_GPU_PARAMS)).then(|| {
-            let shared = client.properties().hardware.max_shared_memory_size;
-            tiled_layout(
-                &Shape::of(cfg),
-                shared,
-                nvrtc(&client) && half.is_none(),
+            let hardware = &client.properties().hardware;
+            let device = TiledDevice {
+                max_shared: hardware.max_shared_memory_size,
+                max_units: hardware.max_units_per_cube as usize,
+                plane,
+                cuda: nvrtc(&client) && half.is_none(),
                 checked,
-            )
+            };
+            tiled_layout(&Shape::of(cfg), device)
         });
         let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
         let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);

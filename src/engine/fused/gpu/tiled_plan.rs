@@ -5,29 +5,57 @@
 //! names another choice (and tile), for measuring it.
 
 use crate::engine::fused::gpu::kernels::lined;
-use crate::engine::fused::gpu::kernels::tile::{tile_bytes, tile_points, FULL_BLOCKS, MAX_TILE};
+use crate::engine::fused::gpu::kernels::tile::{
+    tile_bytes, tile_points, FULL_BLOCKS, LOSS_SCRATCH, MAX_TILE,
+};
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
 
-/// The tiled kernel's tile and blocks for `s`'s model on a device with
-/// `max_shared` bytes of shared memory a cube, on CUDA or not, its launches
-/// bounds-checked or not: those `FERROFIT_TILED_BLOCKS` names (the tile
-/// where it fits), else [`tile_points`] and [`tiled_blocks`].
-pub fn tiled_layout(s: &Shape, max_shared: usize, cuda: bool, checked: bool) -> (usize, Blocks) {
+/// What the tiled kernel's plan needs to know of its device: shared memory
+/// a cube may take (bytes), units a cube may have, whether it compiles
+/// through CUDA, whether its launches are bounds-checked.
+#[derive(Clone, Copy, Debug)]
+pub struct TiledDevice {
+    /// Bytes of shared memory a cube may take.
+    pub max_shared: usize,
+    /// Units a cube may have.
+    pub max_units: usize,
+    /// Plane operations (without them the loss's sum takes a value of
+    /// shared memory a unit: [`LOSS_SCRATCH`] units at most).
+    pub plane: bool,
+    /// CUDA C++ through NVRTC (with f32 operands).
+    pub cuda: bool,
+    /// Launches with CubeCL's bounds checks.
+    pub checked: bool,
+}
+
+impl TiledDevice {
+    /// The most units a tiled cube takes here: a power of two, at least 32.
+    fn max_cube(&self) -> usize {
+        let units = if self.plane {
+            self.max_units
+        } else {
+            self.max_units.min(LOSS_SCRATCH)
+        };
+        1 << units.max(32).ilog2()
+    }
+}
+
+/// The tiled kernel's tile and blocks for `s`'s model on `dev`: those
+/// `FERROFIT_TILED_BLOCKS` names (the tile where it fits), else
+/// [`tile_points`] and [`tiled_blocks`].
+pub fn tiled_layout(s: &Shape, dev: TiledDevice) -> (usize, Blocks) {
     // FERROFIT_TILED_BLOCKS, read (and warned about) once.
-    layout(s, max_shared, cuda, checked, overridden())
+    layout(s, dev, overridden())
 }
 
 /// [`tiled_layout`] with the choice `named` (what `FERROFIT_TILED_BLOCKS`
 /// says, or None). The lined passes take one line of 4 units a lane, so
 /// there a named `UNITS` or `GRAD_U` other than 4 is set to 4, with a warning.
-fn layout(
-    s: &Shape,
-    max_shared: usize,
-    cuda: bool,
-    checked: bool,
-    named: Option<Override>,
-) -> (usize, Blocks) {
-    let lined = tiled_lines(s, cuda, checked);
+fn layout(s: &Shape, dev: TiledDevice, named: Option<Override>) -> (usize, Blocks) {
+    let TiledDevice {
+        max_shared, cuda, ..
+    } = dev;
+    let lined = tiled_lines(s, cuda, dev.checked);
     let tile = match named.as_ref().and_then(|o| o.tile) {
         Some(t) if tile_bytes(s, t, lined) <= max_shared => t,
         Some(t) => {
@@ -39,6 +67,7 @@ fn layout(
         None => tile_points(s, max_shared, lined),
     };
     let mut b = named.map_or_else(|| tiled_blocks(s, tile, cuda, lined), |o| o.blocks);
+    b.cube = b.cube.min(dev.max_cube());
     if lined && (b.units, b.grad_u) != (lined::LINE, lined::LINE) {
         log::warn!(
             "FERROFIT_TILED_BLOCKS: the 16-byte passes take {0} units a lane: \
@@ -73,7 +102,10 @@ pub fn tiled_lines(s: &Shape, cuda: bool, checked: bool) -> bool {
 ///   8 points × 4 units, 8 × 4 weight-gradient entries, about one forward
 ///   block a unit — 3 × 64 345 → 325 ms, 4 × 128 2.54 → 2.44 s;
 /// - elsewhere, 4 × 4 blocks and 256 units a cube (on Vulkan 8 × 4 blocks
-///   ran 3 × 64 1.4× slower); tiles of fewer points take blocks of 2 points.
+///   ran 3 × 64 1.4× slower); tiles of fewer points take blocks of 2 points,
+///   off CUDA in cubes of about a unit for each 4 × 4 weight-gradient
+///   block of a hidden layer, 256 to [`SMALL_TILE_MAX_UNITS`] (or as many as
+///   the device allows).
 pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
     if lined {
         let points = lined::lane_points(tile);
@@ -101,6 +133,11 @@ pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
     if tile < FULL_BLOCKS {
         return Blocks {
             points: 2,
+            cube: if cuda {
+                256
+            } else {
+                small_tile_units(s.hidden)
+            },
             ..Blocks::default()
         };
     }
@@ -117,6 +154,23 @@ pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
         cube: forward.next_power_of_two().clamp(128, 256),
         lined,
     }
+}
+
+/// Most units a cube of a small tile (fewer than [`FULL_BLOCKS`] points)
+/// takes off CUDA.
+pub const SMALL_TILE_MAX_UNITS: usize = 1024;
+
+/// Units a cube of a small tile off CUDA for hidden layers `hidden` wide:
+/// about one a 4 × 4 block of a layer's weight gradient (a power of two,
+/// 256 to [`SMALL_TILE_MAX_UNITS`]). Vulkan's 48 KiB hold 23 points at
+/// 4 × 128, where the weight gradients' 1,024 blocks are most of the work:
+/// cubes of 1,024 units took 3.445 s for 100 steps against 4.949 s in cubes
+/// of 256; at 6 × 64 (30 points, 256 blocks) 1,024 units were slower, 1.485
+/// against 1.415 s; same losses (H100, docs/PERFORMANCE.md, "Vulkan's
+/// small tiles").
+fn small_tile_units(hidden: usize) -> usize {
+    let blocks = (hidden * hidden / 16).clamp(256, SMALL_TILE_MAX_UNITS);
+    1 << blocks.ilog2()
 }
 
 /// What `FERROFIT_TILED_BLOCKS` names: blocks and, optionally, the tile.
@@ -179,7 +233,7 @@ mod tests {
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
 
-    use crate::engine::fused::gpu::limits::SM90_SHARED as H200;
+    use crate::engine::fused::gpu::limits::{SM90_SHARED as H200, VULKAN_NVIDIA_SHARED};
 
     fn relu(hidden: usize, layers: usize) -> Shape {
         Shape {
@@ -191,6 +245,54 @@ mod tests {
             loss: Loss::Mse,
             opt: OptimizerKind::Sgd,
         }
+    }
+
+    /// A CUDA device of `max_shared` bytes a cube, launches `checked` or not.
+    fn cuda(max_shared: usize, checked: bool) -> TiledDevice {
+        TiledDevice {
+            max_shared,
+            max_units: 1024,
+            plane: true,
+            cuda: true,
+            checked,
+        }
+    }
+
+    /// NVIDIA's Vulkan driver (48 KiB, 1,024 units) or another of `max_units`.
+    fn vulkan(max_units: usize) -> TiledDevice {
+        TiledDevice {
+            max_shared: VULKAN_NVIDIA_SHARED,
+            max_units,
+            plane: true,
+            cuda: false,
+            checked: false,
+        }
+    }
+
+    #[test]
+    fn small_tiles_off_cuda_take_a_unit_a_gradient_block_within_the_device_limit() {
+        let (wide, deep) = (relu(128, 4), relu(64, 3));
+        let (tile, b) = layout(&wide, vulkan(1024), None);
+        assert_eq!(tile, 23);
+        assert_eq!((b.points, b.units, b.cube, b.lined), (2, 4, 1024, false));
+        // WebGPU's default limit (256), and a device of an odd limit.
+        assert_eq!(layout(&wide, vulkan(256), None).1.cube, 256);
+        assert_eq!(layout(&wide, vulkan(768), None).1.cube, 512);
+        // A named cube is held to the device's limit too.
+        let named = layout(&wide, vulkan(256), parse("2x4,4x4,1024"));
+        assert_eq!(named.1.cube, 256);
+        // Without plane operations, as many as the loss's scratch has values.
+        let plane_less = TiledDevice {
+            plane: false,
+            ..vulkan(1024)
+        };
+        assert_eq!(layout(&wide, plane_less, None).1.cube, LOSS_SCRATCH);
+        // Layers of 64 (a gradient of 256 blocks) keep 256 units, 96 take 512.
+        assert_eq!(layout(&relu(64, 6), vulkan(1024), None).1.cube, 256);
+        assert_eq!(layout(&relu(96, 4), vulkan(1024), None).1.cube, 512);
+        // Full tiles keep 256 units; CUDA's small tiles too.
+        assert_eq!(layout(&deep, vulkan(1024), None).1, Blocks::default());
+        assert_eq!(tiled_blocks(&wide, 23, true, false).cube, 256);
     }
 
     #[test]
@@ -224,23 +326,23 @@ mod tests {
     fn a_named_choice_is_taken_where_it_fits() {
         let wide = relu(128, 4);
         // One-value passes (bounds-checked): the blocks and tile as named.
-        let (tile, b) = layout(&wide, H200, true, true, parse("8x4,8x4,256,40"));
+        let (tile, b) = layout(&wide, cuda(H200, true), parse("8x4,8x4,256,40"));
         assert_eq!(
             (tile, b.points, b.grad_u, b.cube, b.lined),
             (40, 8, 8, 256, false)
         );
         // A tile that does not fit the device: the engine's own instead.
-        let (tile, _) = layout(&wide, 48 * 1024, true, true, parse("8x4,8x4,256,128"));
+        let (tile, _) = layout(&wide, cuda(48 * 1024, true), parse("8x4,8x4,256,128"));
         assert_eq!(tile, tile_points(&wide, 48 * 1024, false));
         // Lined passes: 4 units a lane whatever was named.
-        let (tile, b) = layout(&wide, H200, true, false, parse("7x8,8x8,512,107"));
+        let (tile, b) = layout(&wide, cuda(H200, false), parse("7x8,8x8,512,107"));
         assert_eq!(
             (tile, b.points, b.units, b.grad_u, b.grad_k),
             (107, 7, 4, 4, 8)
         );
         assert!(b.lined);
         // Nothing named: the engine's choice.
-        let (tile, b) = layout(&wide, H200, true, false, None);
+        let (tile, b) = layout(&wide, cuda(H200, false), None);
         assert_eq!(
             (tile, b),
             (
