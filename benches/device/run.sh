@@ -41,7 +41,8 @@
 #                         tiled@HxL the f32 tiled kernel (N = 1e6),
 #                         seed@N the seed job's persistent kernel at N points (f32, its first
 #                         step alone and the 99 after it in one launch): launch,
-#                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4)
+#                         occupancy, warp stalls (every reason), throughput (default 64x3 128x4), at
+#                         the GPU's own clocks (ncu's default locks the base clock: durations ~20 % longer)
 #   sass [HxL ...]        Nsight Compute's full set on one launch of the tensor-core pass (bf16, N = 1e6):
 #                         details, the SASS source page as CSV (gzipped) and its summary by opcode and
 #                         by block (benches/device/sass.py) (default 128x4)
@@ -55,6 +56,8 @@
 #   plans HxL PLAN ...    the tensor-core pass in bf16 on CUDA under each shared-memory layout
 #                         (FERROFIT_TENSOR_PLAN, e.g. 64 or 64,256,held=2; `auto`: the
 #                         engine's choice), alternately, twice each
+#   blocks HxL BLOCKS ... the f32 tiled kernel the same way under each FERROFIT_TILED_BLOCKS (e.g.
+#                         2x4,4x4,1024 or 4x4,4x4,256,20) on BLOCKS_BACKENDS (default vulkan)
 # Set REPS (default 5) to change the number of timed runs.
 set -u
 suite=${1:?usage: run.sh SUITE [ARGS...] (see the header)}
@@ -317,7 +320,7 @@ profile)
       run="$(bf16_train "$job") --steps 4"
     fi
     job=${job//@/_}
-    /usr/local/cuda/bin/ncu --kernel-name "$kernel" --launch-skip $skip --launch-count $count \
+    /usr/local/cuda/bin/ncu --clock-control none --kernel-name "$kernel" --launch-skip $skip --launch-count $count \
       --section LaunchStats --section Occupancy --section WarpStateStats \
       --section SchedulerStats --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section InstructionStats --print-details all \
@@ -373,17 +376,20 @@ compiles)
   # Every compile's source, for reading (and compiling) elsewhere.
   tar -C "$root" -czf "$OUT/compiles_sources.tar.gz" $(cd "$root" && ls -d */source.log)
   ;;
-plans)
-  hl=${1:?usage: run.sh plans HxL PLAN ...}
+plans | blocks)
+  hl=${1:?usage: run.sh $suite HxL CHOICE ...}
   shift
+  var=FERROFIT_TENSOR_PLAN run=$(bf16_bench "$hl")
+  [ "$suite" = blocks ] && var=FERROFIT_TILED_BLOCKS \
+    run="bench --reps $REPS --no-history --engine fused --backends ${BLOCKS_BACKENDS:-vulkan} --hidden ${hl%x*} --layers ${hl#*x}"
   for round in 1 2; do
-    for plan in "$@"; do
-      echo "== $hl $plan round $round"
-      if [ "$plan" = auto ]; then unset FERROFIT_TENSOR_PLAN; else export FERROFIT_TENSOR_PLAN=$plan; fi
-      timeout 200 $B $(bf16_bench "$hl") 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
+    for choice in "$@"; do
+      echo "== $hl $choice round $round"
+      if [ "$choice" = auto ]; then unset "$var"; else export "$var=$choice"; fi
+      timeout 200 $B $run 2>>"$OUT/stderr.txt" | grep -E '^\| ferrofit'
     done
-  done | tee "$OUT/plans_$hl.txt"
-  unset FERROFIT_TENSOR_PLAN
+  done | tee "$OUT/${suite}_$hl.txt"
+  unset "$var"
   ;;
 *)
   echo "unknown suite '$suite' (see the header of $0)" >&2
