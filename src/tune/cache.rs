@@ -124,6 +124,7 @@ mod tests {
                 points_per_unit: Some(8),
                 persistent: true,
                 lanes: None,
+                tiled_threads: None,
             },
             steps: 250,
             target_loss: 0.015,

@@ -28,6 +28,10 @@ pub struct Candidate {
     /// GPU fused kernel: threads per point (`None`: by the layer's width).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lanes: Option<usize>,
+    /// GPU fused kernel for several hidden layers: threads a workgroup
+    /// (`None`: by the model and device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiled_threads: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -46,6 +50,7 @@ impl Candidate {
             points_per_unit: cfg.kernel.points_per_unit,
             persistent: cfg.kernel.persistent,
             lanes: cfg.kernel.lanes,
+            tiled_threads: cfg.kernel.tiled_threads,
         }
     }
 
@@ -60,6 +65,7 @@ impl Candidate {
                 points_per_unit: self.points_per_unit,
                 persistent: self.persistent,
                 lanes: self.lanes,
+                tiled_threads: self.tiled_threads,
                 ..base.kernel.clone()
             },
             ..base.clone()
@@ -85,6 +91,9 @@ impl Candidate {
         }
         if let Some(l) = self.lanes {
             s += &format!(" lanes {l}");
+        }
+        if let Some(t) = self.tiled_threads {
+            s += &format!(" threads {t}");
         }
         s
     }
@@ -155,6 +164,7 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                         points_per_unit: base.kernel.points_per_unit,
                         persistent: base.kernel.persistent,
                         lanes: base.kernel.lanes,
+                        tiled_threads: base.kernel.tiled_threads,
                     });
                 }
             }
@@ -171,6 +181,7 @@ pub fn first_stage(base: &TrainConfig, space: Space) -> Vec<Candidate> {
                 points_per_unit: base.kernel.points_per_unit,
                 persistent: base.kernel.persistent,
                 lanes: base.kernel.lanes,
+                tiled_threads: base.kernel.tiled_threads,
             });
         }
     }
@@ -182,15 +193,32 @@ pub const LANES: [usize; 5] = [1, 2, 4, 8, 16];
 /// Narrower layers keep one thread per point (a whole gradient row fits).
 pub const LANES_FROM: usize = 16;
 
+/// Threads a workgroup tried for the tiled kernel (the device may allow
+/// fewer: the engine then takes its most, and says so).
+pub const TILED_THREADS: [usize; 3] = [256, 512, 1024];
+
 /// Stage two: the best fused candidate with every GPU tile, with the other
 /// launch scheme (persistent or two launches per step) and, for wide layers,
-/// with every number of lanes per point. None for models the tiled kernel
-/// takes (several hidden layers, or more than [`MAX_GPU_PARAMS`]
-/// parameters): those knobs do not reach it.
+/// with every number of lanes per point. For models the tiled kernel takes
+/// (several hidden layers, or more than [`MAX_GPU_PARAMS`] parameters),
+/// which those knobs do not reach, its threads a workgroup instead — where
+/// it runs in f32 or emulates half precision (not on tensor cores).
 pub fn tiles_of(best: &Candidate, space: Space, model: &ModelSpec) -> Vec<Candidate> {
     let tiled = model.layers > 1 || model.parameter_count() > MAX_GPU_PARAMS;
-    if !(space.gpu && best.engine == EngineKind::Fused) || tiled {
+    if !(space.gpu && best.engine == EngineKind::Fused) {
         return vec![];
+    }
+    if tiled {
+        let tensor_cores = space.tensor && best.precision != Precision::F32;
+        return TILED_THREADS
+            .iter()
+            .filter(|_| !tensor_cores)
+            .filter(|&&t| Some(t) != best.tiled_threads)
+            .map(|&t| Candidate {
+                tiled_threads: Some(t),
+                ..best.clone()
+            })
+            .collect();
     }
     let lanes = if model.hidden >= LANES_FROM {
         &LANES[..]
@@ -225,7 +253,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wide_layers_get_every_lane_count_and_narrow_ones_none() {
+    fn wide_layers_get_every_lane_count_and_deep_models_every_thread_count() {
         let gpu = Space {
             fused: true,
             gpu: true,
@@ -263,12 +291,34 @@ mod tests {
             tensor: false,
         };
         assert!(tiles_of(&best, cpu, &wide(64)).is_empty());
-        // Nor for a model the tiled kernel takes.
+        // A model the tiled kernel takes: its threads a workgroup instead.
         let deep = ModelSpec {
             layers: 3,
             ..wide(64)
         };
-        assert!(tiles_of(&best, gpu, &deep).is_empty());
-        assert!(!tiles_of(&best, gpu, &wide(64)).is_empty());
+        let threads: Vec<_> = tiles_of(&best, gpu, &deep)
+            .into_iter()
+            .map(|c| (c.tiled_threads, c.lanes, c.points_per_unit, c.persistent))
+            .collect();
+        let expect =
+            TILED_THREADS.map(|t| (Some(t), best.lanes, best.points_per_unit, best.persistent));
+        assert_eq!(threads, expect.to_vec());
+        assert!(tiles_of(&best, gpu, &deep)[0]
+            .label()
+            .ends_with("threads 256"));
+        // None in half precision on tensor cores (the tiled kernel does not
+        // run), all where half precision is emulated on it.
+        let half = Candidate {
+            precision: Precision::Bf16,
+            ..best.clone()
+        };
+        let tensor = Space {
+            tensor: true,
+            ..gpu
+        };
+        assert!(tiles_of(&half, tensor, &deep).is_empty());
+        assert_eq!(tiles_of(&half, gpu, &deep).len(), TILED_THREADS.len());
+        assert_eq!(tiles_of(&best, tensor, &deep).len(), TILED_THREADS.len());
+        assert!(tiles_of(&best, cpu, &deep).is_empty());
     }
 }

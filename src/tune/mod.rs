@@ -167,7 +167,8 @@ pub fn tune(
         s,
         spent,
     );
-    // Stage two: the GPU tile, launch scheme and lanes of the best fused configuration.
+    // Stage two: the GPU tile, launch scheme and lanes of the best fused
+    // configuration (for the tiled kernel: its threads a workgroup).
     let fused_best = std::iter::once(&baseline)
         .chain(&state.trials)
         .filter(|t| t.reached && t.candidate.engine == EngineKind::Fused)

@@ -93,6 +93,10 @@ pub struct JobArgs {
     /// many as the points need, up to the most the device runs at once).
     #[arg(long, help_heading = "Kernel tuning")]
     grid: Option<u32>,
+    /// GPU fused kernel for several hidden layers: threads a workgroup (32,
+    /// 64, … 1024; default: by the model and device).
+    #[arg(long, help_heading = "Kernel tuning")]
+    tiled_threads: Option<usize>,
     /// Stop after this many seconds (checked whenever the loss is read back).
     #[arg(long, help_heading = "Job")]
     max_seconds: Option<f64>,
@@ -147,6 +151,7 @@ impl JobArgs {
                 lanes: self.lanes,
                 persistent: !self.no_persistent,
                 grid: self.grid,
+                tiled_threads: self.tiled_threads,
             },
         }
     }
@@ -246,6 +251,10 @@ pub fn flags(cfg: &TrainConfig) -> Vec<String> {
         ),
         ("lanes", cfg.kernel.lanes.map(|v| v.to_string())),
         ("grid", cfg.kernel.grid.map(|v| v.to_string())),
+        (
+            "tiled-threads",
+            cfg.kernel.tiled_threads.map(|v| v.to_string()),
+        ),
     ];
     for (k, v) in optional {
         if let Some(v) = v {
@@ -317,7 +326,7 @@ mod count_tests {
         let seed = parse(vec![]);
         assert_eq!(parse(flags(&seed)), seed);
         let mut all = parse(
-            "--task sin --n 2.5e5 --hidden 64 --layers 3 --activation tanh --loss huber --optimizer adamw --lr 0.003 --weight-decay 0.01 --schedule cosine --steps 7 --batch-size 100 --accumulate 2 --precision bf16 --seed 9 --target-loss 0.001 --host-data --log-every 3 --points-per-unit 8 --lanes 4 --no-persistent --grid 3 --max-seconds 1.5 --clip-grad 1 --checkpoint-every 5 --patience 4"
+            "--task sin --n 2.5e5 --hidden 64 --layers 3 --activation tanh --loss huber --optimizer adamw --lr 0.003 --weight-decay 0.01 --schedule cosine --steps 7 --batch-size 100 --accumulate 2 --precision bf16 --seed 9 --target-loss 0.001 --host-data --log-every 3 --points-per-unit 8 --lanes 4 --no-persistent --grid 3 --tiled-threads 512 --max-seconds 1.5 --clip-grad 1 --checkpoint-every 5 --patience 4"
                 .split(' ')
                 .map(String::from)
                 .collect(),

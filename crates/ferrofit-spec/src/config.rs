@@ -259,6 +259,15 @@ impl TrainConfig {
                 ));
             }
         }
+        if let Some(t) = self.kernel.tiled_threads {
+            if !(32..=1024).contains(&t) || !t.is_power_of_two() {
+                return Err(FerroError::arg(
+                    "tiled-threads",
+                    t,
+                    "threads a workgroup must be 32, 64, 128, 256, 512 or 1024 (leave it out to choose by the model and device)",
+                ));
+            }
+        }
         if self.kernel.grid == Some(0) {
             return Err(FerroError::arg(
                 "grid",

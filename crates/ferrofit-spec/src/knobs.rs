@@ -70,6 +70,12 @@ pub struct KernelKnobs {
     /// its gradients in the same order as the run it continues.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grid: Option<u32>,
+    /// GPU fused kernel for several hidden layers (the tiled kernel): threads
+    /// a workgroup, a power of two from 32 to 1024 (`None`: chosen by the
+    /// model and device; at most what the device allows). The gradients do
+    /// not depend on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiled_threads: Option<usize>,
 }
 
 impl Default for KernelKnobs {
@@ -80,6 +86,7 @@ impl Default for KernelKnobs {
             lanes: None,
             persistent: true,
             grid: None,
+            tiled_threads: None,
         }
     }
 }

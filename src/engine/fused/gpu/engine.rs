@@ -130,7 +130,7 @@ impl<R: Runtime> GpuFused<R> {
                 cuda: nvrtc(&client) && half.is_none(),
                 checked,
             };
-            tiled_layout(&Shape::of(cfg), device)
+            tiled_layout(&Shape::of(cfg), device, cfg.kernel.tiled_threads)
         });
         let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
         let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);

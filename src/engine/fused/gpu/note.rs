@@ -8,6 +8,19 @@ use cubecl::prelude::*;
 impl<R: Runtime> GpuFused<R> {
     /// Which kernel runs the pass, and how.
     pub(super) fn kernel_detail(&self) -> Option<String> {
+        let detail = self.kernel_layout()?;
+        // A knob for another kernel than the one that runs: said.
+        let tiled = self.tile().is_some() && self.pass.tensor.is_none();
+        let unused = if self.cfg.kernel.tiled_threads.is_some() && !tiled {
+            "; --tiled-threads sets the f32 tiled kernel's workgroups only"
+        } else {
+            ""
+        };
+        Some(format!("{detail}{unused}"))
+    }
+
+    /// Which kernel runs the pass, laid out how.
+    fn kernel_layout(&self) -> Option<String> {
         if let Some(p) = self.pass.tensor {
             return Some(format!(
                 "tensor-core kernel ({} operands, f32 accumulation and master weights), \

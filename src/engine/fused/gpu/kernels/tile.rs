@@ -47,7 +47,7 @@ pub fn first_rows(tile: usize, inputs: usize) -> usize {
 }
 
 /// Points a tile needs for the layer passes' full register blocks (4 or 8
-/// points, `gpu/tiled_plan.rs`); fewer take blocks of 2 (more loads a
+/// points, `gpu/tiled_plan/`); fewer take blocks of 2 (more loads a
 /// multiply-add, but a block for every unit).
 pub const FULL_BLOCKS: usize = 32;
 

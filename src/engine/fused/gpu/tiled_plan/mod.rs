@@ -1,14 +1,19 @@
 //! How the tiled kernel ([`crate::engine::fused::gpu::kernels::tiled`])
 //! shares out its layer products: the register [`Blocks`] of its units and
 //! the units a cube, for a model, a tile of points and the compiler, and
-//! whether its hidden layers load 16-byte lines. `FERROFIT_TILED_BLOCKS`
-//! names another choice (and tile), for measuring it.
+//! whether its hidden layers load 16-byte lines. A run's `--tiled-threads`
+//! sets its units a cube (`ferrofit tune` tries them);
+//! `FERROFIT_TILED_BLOCKS` (`env.rs`) names other blocks (and tile), for
+//! measuring them.
+
+mod env;
 
 use crate::engine::fused::gpu::kernels::lined;
 use crate::engine::fused::gpu::kernels::tile::{
-    tile_bytes, tile_points, FULL_BLOCKS, LOSS_SCRATCH, MAX_TILE,
+    tile_bytes, tile_points, FULL_BLOCKS, LOSS_SCRATCH,
 };
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
+use env::{overridden, Override};
 
 /// What the tiled kernel's plan needs to know of its device: shared memory
 /// a cube may take (bytes), units a cube may have, whether it compiles
@@ -42,16 +47,22 @@ impl TiledDevice {
 
 /// The tiled kernel's tile and blocks for `s`'s model on `dev`: those
 /// `FERROFIT_TILED_BLOCKS` names (the tile where it fits), else
-/// [`tile_points`] and [`tiled_blocks`].
-pub fn tiled_layout(s: &Shape, dev: TiledDevice) -> (usize, Blocks) {
+/// [`tile_points`] and [`tiled_blocks`]; in cubes of `threads` units where
+/// the run names them (`--tiled-threads`), at most as many as `dev` allows.
+pub fn tiled_layout(s: &Shape, dev: TiledDevice, threads: Option<usize>) -> (usize, Blocks) {
     // FERROFIT_TILED_BLOCKS, read (and warned about) once.
-    layout(s, dev, overridden())
+    layout(s, dev, overridden(), threads)
 }
 
 /// [`tiled_layout`] with the choice `named` (what `FERROFIT_TILED_BLOCKS`
 /// says, or None). The lined passes take one line of 4 units a lane, so
 /// there a named `UNITS` or `GRAD_U` other than 4 is set to 4, with a warning.
-fn layout(s: &Shape, dev: TiledDevice, named: Option<Override>) -> (usize, Blocks) {
+fn layout(
+    s: &Shape,
+    dev: TiledDevice,
+    named: Option<Override>,
+    threads: Option<usize>,
+) -> (usize, Blocks) {
     let TiledDevice {
         max_shared, cuda, ..
     } = dev;
@@ -67,7 +78,14 @@ fn layout(s: &Shape, dev: TiledDevice, named: Option<Override>) -> (usize, Block
         None => tile_points(s, max_shared, lined),
     };
     let mut b = named.map_or_else(|| tiled_blocks(s, tile, cuda, lined), |o| o.blocks);
-    b.cube = b.cube.min(dev.max_cube());
+    let cube = threads.unwrap_or(b.cube);
+    if cube > dev.max_cube() && threads.is_some() {
+        log::warn!(
+            "--tiled-threads {cube}: this device runs at most {} threads a workgroup here: {0} instead",
+            dev.max_cube()
+        );
+    }
+    b.cube = cube.min(dev.max_cube());
     if lined && (b.units, b.grad_u) != (lined::LINE, lined::LINE) {
         log::warn!(
             "FERROFIT_TILED_BLOCKS: the 16-byte passes take {0} units a lane: \
@@ -173,63 +191,9 @@ fn small_tile_units(hidden: usize) -> usize {
     1 << blocks.ilog2()
 }
 
-/// What `FERROFIT_TILED_BLOCKS` names: blocks and, optionally, the tile.
-struct Override {
-    blocks: Blocks,
-    tile: Option<usize>,
-}
-
-/// The choice `FERROFIT_TILED_BLOCKS` names, where it parses.
-fn overridden() -> Option<Override> {
-    let text = std::env::var("FERROFIT_TILED_BLOCKS").ok()?;
-    let o = parse(&text);
-    if o.is_none() {
-        log::warn!(
-            "FERROFIT_TILED_BLOCKS={text} is not POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,TILE] \
-             (blocks of 1 to 8 points and 1, 2, 4 or 8 units; weight-gradient blocks of 1, 2, 4, \
-             8 or 16; 32 to 1024 units a cube, a power of two; 1 to 128 points a tile): ignored"
-        );
-    }
-    o
-}
-
-/// `POINTSxUNITS,GRAD_UxGRAD_K,CUBE[,TILE]` (e.g. `8x4,8x4,128`).
-fn parse(text: &str) -> Option<Override> {
-    let mut parts = text.split(',').map(str::trim);
-    let pair = |p: Option<&str>, first: fn(usize) -> bool, second: fn(usize) -> bool| {
-        let (a, b) = p?.split_once('x')?;
-        let a = a.parse().ok().filter(|&n| first(n))?;
-        let b = b.parse().ok().filter(|&n| second(n))?;
-        Some((a, b))
-    };
-    let units = |n: usize| matches!(n, 1 | 2 | 4 | 8);
-    let grad = |n: usize| matches!(n, 1 | 2 | 4 | 8 | 16);
-    let (points, units) = pair(parts.next(), |n| (1..=8).contains(&n), units)?;
-    let (grad_u, grad_k) = pair(parts.next(), grad, grad)?;
-    let cube = parts
-        .next()?
-        .parse()
-        .ok()
-        .filter(|c: &usize| c.is_power_of_two() && (32..=1024).contains(c))?;
-    let tile = match parts.next() {
-        Some(t) => Some(t.parse().ok().filter(|t| (1..=MAX_TILE).contains(t))?),
-        None => None,
-    };
-    parts.next().is_none().then_some(Override {
-        blocks: Blocks {
-            points,
-            units,
-            grad_u,
-            grad_k,
-            cube,
-            lined: false,
-        },
-        tile,
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use super::env::parse;
     use super::*;
     use crate::config::{Activation, Loss, OptimizerKind};
 
@@ -272,77 +236,56 @@ mod tests {
     #[test]
     fn small_tiles_off_cuda_take_a_unit_a_gradient_block_within_the_device_limit() {
         let (wide, deep) = (relu(128, 4), relu(64, 3));
-        let (tile, b) = layout(&wide, vulkan(1024), None);
+        let (tile, b) = layout(&wide, vulkan(1024), None, None);
         assert_eq!(tile, 23);
         assert_eq!((b.points, b.units, b.cube, b.lined), (2, 4, 1024, false));
         // WebGPU's default limit (256), and a device of an odd limit.
-        assert_eq!(layout(&wide, vulkan(256), None).1.cube, 256);
-        assert_eq!(layout(&wide, vulkan(768), None).1.cube, 512);
+        assert_eq!(layout(&wide, vulkan(256), None, None).1.cube, 256);
+        assert_eq!(layout(&wide, vulkan(768), None, None).1.cube, 512);
         // A named cube is held to the device's limit too.
-        let named = layout(&wide, vulkan(256), parse("2x4,4x4,1024"));
+        let named = layout(&wide, vulkan(256), parse("2x4,4x4,1024"), None);
         assert_eq!(named.1.cube, 256);
         // Without plane operations, as many as the loss's scratch has values.
         let plane_less = TiledDevice {
             plane: false,
             ..vulkan(1024)
         };
-        assert_eq!(layout(&wide, plane_less, None).1.cube, LOSS_SCRATCH);
+        assert_eq!(layout(&wide, plane_less, None, None).1.cube, LOSS_SCRATCH);
         // Layers of 64 (a gradient of 256 blocks) keep 256 units, 96 take 512.
-        assert_eq!(layout(&relu(64, 6), vulkan(1024), None).1.cube, 256);
-        assert_eq!(layout(&relu(96, 4), vulkan(1024), None).1.cube, 512);
+        assert_eq!(layout(&relu(64, 6), vulkan(1024), None, None).1.cube, 256);
+        assert_eq!(layout(&relu(96, 4), vulkan(1024), None, None).1.cube, 512);
+        // A run's --tiled-threads sets the cube (held to the device's limit),
+        // over the engine's choice and a named one alike.
+        assert_eq!(layout(&deep, vulkan(1024), None, Some(512)).1.cube, 512);
+        assert_eq!(layout(&wide, vulkan(256), None, Some(1024)).1.cube, 256);
+        let named = layout(&wide, vulkan(1024), parse("4x4,4x4,128"), Some(64));
+        assert_eq!((named.1.points, named.1.cube), (4, 64));
         // Full tiles keep 256 units; CUDA's small tiles too.
-        assert_eq!(layout(&deep, vulkan(1024), None).1, Blocks::default());
+        assert_eq!(layout(&deep, vulkan(1024), None, None).1, Blocks::default());
         assert_eq!(tiled_blocks(&wide, 23, true, false).cube, 256);
-    }
-
-    #[test]
-    fn a_named_choice_parses_and_a_bad_one_does_not() {
-        let o = parse("8x4, 4x8, 128").unwrap();
-        let b = o.blocks;
-        assert_eq!(
-            (b.points, b.units, b.grad_u, b.grad_k, b.cube, o.tile),
-            (8, 4, 4, 8, 128, None)
-        );
-        let o = parse("7x4,4x16,512,107").unwrap();
-        assert_eq!(
-            (o.blocks.points, o.blocks.grad_k, o.blocks.cube, o.tile),
-            (7, 16, 512, Some(107))
-        );
-        for bad in [
-            "8x4,4x8",
-            "8x3,4x4,128",
-            "9x4,4x4,128",
-            "8x4,4x4,96",
-            "8x4,4x4,2048",
-            "4x4,4x4,256,0",
-            "4x4,4x4,256,129",
-            "4x4,4x4,256,64,1",
-        ] {
-            assert!(parse(bad).is_none(), "{bad}");
-        }
     }
 
     #[test]
     fn a_named_choice_is_taken_where_it_fits() {
         let wide = relu(128, 4);
         // One-value passes (bounds-checked): the blocks and tile as named.
-        let (tile, b) = layout(&wide, cuda(H200, true), parse("8x4,8x4,256,40"));
+        let (tile, b) = layout(&wide, cuda(H200, true), parse("8x4,8x4,256,40"), None);
         assert_eq!(
             (tile, b.points, b.grad_u, b.cube, b.lined),
             (40, 8, 8, 256, false)
         );
         // A tile that does not fit the device: the engine's own instead.
-        let (tile, _) = layout(&wide, cuda(48 * 1024, true), parse("8x4,8x4,256,128"));
+        let (tile, _) = layout(&wide, cuda(48 * 1024, true), parse("8x4,8x4,256,128"), None);
         assert_eq!(tile, tile_points(&wide, 48 * 1024, false));
         // Lined passes: 4 units a lane whatever was named.
-        let (tile, b) = layout(&wide, cuda(H200, false), parse("7x8,8x8,512,107"));
+        let (tile, b) = layout(&wide, cuda(H200, false), parse("7x8,8x8,512,107"), None);
         assert_eq!(
             (tile, b.points, b.units, b.grad_u, b.grad_k),
             (107, 7, 4, 4, 8)
         );
         assert!(b.lined);
         // Nothing named: the engine's choice.
-        let (tile, b) = layout(&wide, cuda(H200, false), None);
+        let (tile, b) = layout(&wide, cuda(H200, false), None, None);
         assert_eq!(
             (tile, b),
             (
