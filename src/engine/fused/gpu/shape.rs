@@ -42,6 +42,21 @@ impl Shape {
         }
     }
 
+    /// A model of `hidden` × `layers` from `io.0` inputs to `io.1` outputs,
+    /// activation `act`, MSE and SGD: the planners' tests' shapes.
+    #[cfg(test)]
+    pub fn mse_sgd(io: (usize, usize), hidden: usize, layers: usize, act: Activation) -> Shape {
+        Shape {
+            inputs: io.0,
+            hidden,
+            layers,
+            outputs: io.1,
+            act,
+            loss: Loss::Mse,
+            opt: OptimizerKind::Sgd,
+        }
+    }
+
     /// Parameters of the model (`Params::flatten`'s length): each layer's
     /// weights and biases.
     pub fn params(&self) -> usize {

@@ -228,18 +228,10 @@ pub fn flush<F: Float>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::config::Activation;
 
     fn shape(inputs: usize, hidden: usize, layers: usize) -> Shape {
-        Shape {
-            inputs,
-            hidden,
-            layers,
-            outputs: 1,
-            act: Activation::Relu,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
+        Shape::mse_sgd((inputs, 1), hidden, layers, Activation::Relu)
     }
 
     /// The host's mirror of [`column`] and [`scatter`]: which column each

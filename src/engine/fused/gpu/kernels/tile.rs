@@ -111,18 +111,10 @@ mod tests {
     use super::*;
     use crate::engine::fused::envelope::{MAX_HIDDEN, MAX_IO, MAX_LAYERS};
 
-    use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::config::Activation;
 
     fn shape(io: usize, hidden: usize, layers: usize, act: Activation) -> Shape {
-        Shape {
-            inputs: io,
-            hidden,
-            layers,
-            outputs: io,
-            act,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
+        Shape::mse_sgd((io, io), hidden, layers, act)
     }
 
     /// gelu keeps z and a: the widest rows.

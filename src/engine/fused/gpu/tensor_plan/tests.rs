@@ -1,19 +1,11 @@
 //! The tensor-core plans chosen for model shapes and devices.
 
 use super::*;
-use crate::config::{Activation, Loss, OptimizerKind};
+use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::mma::group;
 
 fn shape(hidden: usize, layers: usize, act: Activation) -> Shape {
-    Shape {
-        inputs: 1,
-        hidden,
-        layers,
-        outputs: 1,
-        act,
-        loss: Loss::Mse,
-        opt: OptimizerKind::Sgd,
-    }
+    Shape::mse_sgd((1, 1), hidden, layers, act)
 }
 
 use crate::engine::fused::gpu::limits::SM90_SHARED as H200;

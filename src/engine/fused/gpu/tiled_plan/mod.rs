@@ -195,20 +195,12 @@ fn small_tile_units(hidden: usize) -> usize {
 mod tests {
     use super::env::parse;
     use super::*;
-    use crate::config::{Activation, Loss, OptimizerKind};
+    use crate::config::Activation;
 
     use crate::engine::fused::gpu::limits::{SM90_SHARED as H200, VULKAN_NVIDIA_SHARED};
 
     fn relu(hidden: usize, layers: usize) -> Shape {
-        Shape {
-            inputs: 1,
-            hidden,
-            layers,
-            outputs: 1,
-            act: Activation::Relu,
-            loss: Loss::Mse,
-            opt: OptimizerKind::Sgd,
-        }
+        Shape::mse_sgd((1, 1), hidden, layers, Activation::Relu)
     }
 
     /// A CUDA device of `max_shared` bytes a cube, launches `checked` or not.
