@@ -209,10 +209,12 @@ pub fn tiles_of(best: &Candidate, space: Space, model: &ModelSpec) -> Vec<Candid
         return vec![];
     }
     if tiled {
-        let tensor_cores = space.tensor && best.precision != Precision::F32;
+        // On tensor cores the tiled kernel does not run.
+        if space.tensor && best.precision != Precision::F32 {
+            return vec![];
+        }
         return TILED_THREADS
             .iter()
-            .filter(|_| !tensor_cores)
             .filter(|&&t| Some(t) != best.tiled_threads)
             .map(|&t| Candidate {
                 tiled_threads: Some(t),

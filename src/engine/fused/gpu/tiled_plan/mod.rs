@@ -176,19 +176,21 @@ pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
 
 /// Most units a cube of a small tile (fewer than [`FULL_BLOCKS`] points)
 /// takes off CUDA.
-pub const SMALL_TILE_MAX_UNITS: usize = 1024;
+const SMALL_TILE_MAX_UNITS: usize = 1024;
 
 /// Units a cube of a small tile off CUDA for hidden layers `hidden` wide:
-/// about one a 4 × 4 block of a layer's weight gradient (a power of two,
-/// 256 to [`SMALL_TILE_MAX_UNITS`]). Vulkan's 48 KiB hold 23 points at
+/// about one a weight-gradient block of a hidden layer (the default
+/// blocks' 4 × 4; a power of two, from the default cube's 256 to
+/// [`SMALL_TILE_MAX_UNITS`]). Vulkan's 48 KiB hold 23 points at
 /// 4 × 128, where the weight gradients' 1,024 blocks are most of the work:
 /// cubes of 1,024 units took 3.445 s for 100 steps against 4.949 s in cubes
 /// of 256; at 6 × 64 (30 points, 256 blocks) 1,024 units were slower, 1.485
 /// against 1.415 s; same losses (H100, docs/PERFORMANCE.md, "Vulkan's
 /// small tiles").
 fn small_tile_units(hidden: usize) -> usize {
-    let blocks = (hidden * hidden / 16).clamp(256, SMALL_TILE_MAX_UNITS);
-    1 << blocks.ilog2()
+    let b = Blocks::default();
+    let blocks = hidden.div_ceil(b.grad_u) * hidden.div_ceil(b.grad_k);
+    1 << blocks.clamp(b.cube, SMALL_TILE_MAX_UNITS).ilog2()
 }
 
 #[cfg(test)]
