@@ -4,7 +4,7 @@
 //! cut later, hopeless trials short.
 
 use crate::config::{EngineKind, ModelSpec, Precision, TrainConfig};
-use crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS;
+use crate::engine::fused::gpu_kernel_limits::takes_tiled;
 use serde::{Deserialize, Serialize};
 
 /// The knobs `tune` sets; everything else comes from the job.
@@ -200,11 +200,11 @@ pub const TILED_THREADS: [usize; 3] = [256, 512, 1024];
 /// Stage two: the best fused candidate with every GPU tile, with the other
 /// launch scheme (persistent or two launches per step) and, for wide layers,
 /// with every number of lanes per point. For models the tiled kernel takes
-/// (several hidden layers, or more than [`MAX_GPU_PARAMS`] parameters),
+/// ([`takes_tiled`]: several hidden layers, or many parameters),
 /// which those knobs do not reach, its threads a workgroup instead — where
 /// it runs in f32 or emulates half precision (not on tensor cores).
 pub fn tiles_of(best: &Candidate, space: Space, model: &ModelSpec) -> Vec<Candidate> {
-    let tiled = model.layers > 1 || model.parameter_count() > MAX_GPU_PARAMS;
+    let tiled = takes_tiled(model.layers, model.parameter_count());
     if !(space.gpu && best.engine == EngineKind::Fused) {
         return vec![];
     }

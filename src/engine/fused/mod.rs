@@ -24,4 +24,11 @@ pub mod gpu_kernel_limits {
     /// every WebGPU device has). Larger models, and deeper ones, take the
     /// tiled kernel (`tiled`).
     pub const MAX_GPU_PARAMS: usize = 767;
+
+    /// Whether a model of `layers` hidden layers and `params` parameters
+    /// takes the tiled kernel in f32 (several hidden layers, or more than
+    /// [`MAX_GPU_PARAMS`]): the engine's choice, which `tune` asks too.
+    pub fn takes_tiled(layers: usize, params: usize) -> bool {
+        layers > 1 || params > MAX_GPU_PARAMS
+    }
 }

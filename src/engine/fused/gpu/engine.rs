@@ -4,7 +4,7 @@
 //! any other step is [`fused_grad`](crate::engine::fused::gpu::kernels::fused::fused_grad) per
 //! micro-batch plus one [`reduce_update`](crate::engine::fused::gpu::kernels::fused::reduce_update).
 //! Models the per-point kernels cannot hold (several hidden layers, or more
-//! than [`MAX_GPU_PARAMS`] parameters) take [`tiled_grad`](crate::engine::fused::gpu::kernels::tiled::tiled_grad) in place of
+//! than [`MAX_GPU_PARAMS`](crate::engine::fused::gpu_kernel_limits::MAX_GPU_PARAMS) parameters) take [`tiled_grad`](crate::engine::fused::gpu::kernels::tiled::tiled_grad) in place of
 //! `fused_grad`, always two launches per step.
 //! The loss is read back only when the training loop asks for it. The
 //! launches themselves are in [`crate::engine::fused::gpu::launch`].
@@ -14,15 +14,15 @@ use crate::config::{Precision, TrainConfig};
 use crate::engine::checkpoint::OptState;
 use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
 use crate::engine::fused::gpu::compiler::{compiler, nvrtc, spirv};
-use crate::engine::fused::gpu::kernels::fused::MAX_GPU_PARAMS;
 use crate::engine::fused::gpu::kernels::ops::{row_reduction, use_planes};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
-use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead};
+use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead, rows_ahead};
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
 use crate::engine::fused::gpu::tensor::tensor_plan;
 use crate::engine::fused::gpu::tiled_plan::{tiled_layout, TiledDevice};
+use crate::engine::fused::gpu_kernel_limits::takes_tiled;
 use crate::engine::fused::half::Half;
 use crate::engine::{FlatEngine, StepEngine};
 use crate::error::{FerroError, Result};
@@ -121,7 +121,7 @@ impl<R: Runtime> GpuFused<R> {
         let half = Half::of(cfg.precision).filter(|_| tensor.is_none());
         let checked = bounds_checks();
         // The tiled kernel's tile and blocks, where it runs (other kernels ignore the blocks).
-        let tiled = (tensor.is_none() && (m.layers > 1 || np > MAX_GPU_PARAMS)).then(|| {
+        let tiled = (tensor.is_none() && takes_tiled(m.layers, np)).then(|| {
             let hardware = &client.properties().hardware;
             let device = TiledDevice {
                 max_shared: hardware.max_shared_memory_size,
@@ -134,6 +134,10 @@ impl<R: Runtime> GpuFused<R> {
         });
         let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
         let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);
+        let blocks = Blocks {
+            rows_ahead: rows_ahead() && !blocks.lined,
+            ..blocks
+        };
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,

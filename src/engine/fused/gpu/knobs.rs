@@ -1,8 +1,10 @@
 //! The environment switches for measuring the fused GPU kernels another
 //! way: `FERROFIT_LOAD_AHEAD` (points a unit loads at once),
 //! `FERROFIT_BOUNDS_CHECKS` (CubeCL's bounds checks on the gradient
-//! kernels) and `FERROFIT_VULKAN_TENSOR_CORES=0` (no tensor-core pass through
-//! SPIR-V's cooperative matrices). Read when an engine is built.
+//! kernels), `FERROFIT_VULKAN_TENSOR_CORES=0` (no tensor-core pass through
+//! SPIR-V's cooperative matrices) and `FERROFIT_ROWS_AHEAD=1` (the tiled
+//! kernel's partial rows read before the sums that add into them). Read
+//! when an engine is built.
 
 use crate::engine::fused::gpu::kernels::point::LOAD_AHEAD;
 
@@ -37,4 +39,14 @@ pub(super) fn bounds_checks() -> bool {
 pub(super) fn vulkan_tensor_cores() -> bool {
     std::env::var("FERROFIT_VULKAN_TENSOR_CORES")
         .map_or(true, |v| !matches!(v.as_str(), "0" | "off"))
+}
+
+/// Whether `FERROFIT_ROWS_AHEAD=1` (or `on`) asks the tiled kernel's
+/// one-value weight-gradient blocks to read their entries of the cube's
+/// partial row before their Σ over the tile, so that the loads' latency
+/// hides behind the sums (at the cost of a register a value held through
+/// them): the same gradients bit for bit, off until measured faster
+/// (`Blocks::rows_ahead`).
+pub(super) fn rows_ahead() -> bool {
+    std::env::var("FERROFIT_ROWS_AHEAD").is_ok_and(|v| matches!(v.as_str(), "on" | "1"))
 }

@@ -9,14 +9,23 @@ impl<R: Runtime> GpuFused<R> {
     /// Which kernel runs the pass, and how.
     pub(super) fn kernel_detail(&self) -> Option<String> {
         let detail = self.kernel_layout()?;
-        // A knob for another kernel than the one that runs: said.
-        let tiled = self.tile().is_some() && self.pass.tensor.is_none();
-        let unused = if self.cfg.kernel.tiled_threads.is_some() && !tiled {
-            "; --tiled-threads sets the f32 tiled kernel's workgroups only"
-        } else {
-            ""
-        };
-        Some(format!("{detail}{unused}"))
+        Some(format!("{detail}{}", self.unused_knobs()))
+    }
+
+    /// Knobs set for another kernel than the one that runs, said, so that a
+    /// run does not look as if it had taken them.
+    fn unused_knobs(&self) -> String {
+        let k = &self.cfg.kernel;
+        let one_layer = self.tile().is_none();
+        let tiled = !one_layer && self.pass.tensor.is_none();
+        let mut said = String::new();
+        if (k.lanes.is_some() || k.points_per_unit.is_some()) && !one_layer {
+            said += "; --lanes and --points-per-unit tune the one-layer kernels only";
+        }
+        if k.tiled_threads.is_some() && !tiled {
+            said += "; --tiled-threads sets the f32 tiled kernel's workgroups only";
+        }
+        said
     }
 
     /// Which kernel runs the pass, laid out how.
@@ -54,14 +63,13 @@ impl<R: Runtime> GpuFused<R> {
             ));
         }
         if let Some(tile) = self.tile() {
-            let c = &self.cfg;
-            let unused = if c.kernel.lanes.is_some() || c.kernel.points_per_unit.is_some() {
-                "; --lanes and --points-per-unit tune the one-layer kernels only"
+            let b = self.pass.blocks;
+            let loads = if b.lined { "16-byte" } else { "one-value" };
+            let ahead = if b.rows_ahead {
+                ", partial rows read ahead"
             } else {
                 ""
             };
-            let b = self.pass.blocks;
-            let loads = if b.lined { "16-byte" } else { "one-value" };
             // Half precision without tensor cores: said, with what it costs.
             let half = match self.pass.half {
                 Some(_) => format!(
@@ -74,7 +82,7 @@ impl<R: Runtime> GpuFused<R> {
             };
             return Some(format!(
                 "tiled kernel, {tile} points a tile, blocks {}×{} (weight gradients {}×{}), \
-                 {loads} loads, {} units a workgroup, two launches per step{unused}{half}",
+                 {loads} loads{ahead}, {} units a workgroup, two launches per step{half}",
                 b.points, b.units, b.grad_u, b.grad_k, b.cube
             ));
         }

@@ -124,6 +124,12 @@ pub struct Blocks {
     pub cube: usize,
     /// The hidden layers' products load 16-byte lines (`kernels::lined`).
     pub lined: bool,
+    /// The one-value passes' weight-gradient blocks read their entries of
+    /// the cube's partial row before their Σ over the tile instead of after
+    /// it (the same sums, bit for bit; `FERROFIT_ROWS_AHEAD=1`, for
+    /// measuring; the lined passes, whose blocks are twice as large, would
+    /// spill: 106 → 128 registers and 88 bytes spilled at 4 × 128).
+    pub rows_ahead: bool,
 }
 
 impl Default for Blocks {
@@ -136,6 +142,7 @@ impl Default for Blocks {
             grad_k: 4,
             cube: 256,
             lined: false,
+            rows_ahead: false,
         }
     }
 }

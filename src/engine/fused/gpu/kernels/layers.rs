@@ -14,7 +14,7 @@
 
 use crate::config::Activation;
 use crate::engine::fused::gpu::kernels::math::{act_bwd_at, act_fwd};
-use crate::engine::fused::gpu::kernels::round::{add_to_row, operand};
+use crate::engine::fused::gpu::kernels::round::{add_to_row, operand, put_row, row_before};
 use crate::engine::fused::gpu::shape::{keeps_z, Blocks};
 use crate::engine::fused::half::Half;
 use cubecl::prelude::*;
@@ -241,6 +241,7 @@ pub fn backward<F: Float>(
 ) {
     let (tile, in_w, out_w, act) = comptime!((layer.tile, layer.in_w, layer.out_w, layer.act));
     let (gu, gk) = comptime!((layer.blocks.grad_u, layer.blocks.grad_k));
+    let ahead = comptime!(layer.blocks.rows_ahead);
     let off = at.off;
     let src = at.src;
     let delta = at.dst;
@@ -270,6 +271,23 @@ pub fn backward<F: Float>(
         for i in 0..comptime!(gu * gk) {
             g[i] = F::new(0.0);
         }
+        // With `rows_ahead`, the block's entries of the partial row, read
+        // now: their loads (global memory) complete during the Σ.
+        let mut before = Array::<F>::new(comptime!(gu * gk));
+        if comptime!(ahead) {
+            #[unroll]
+            for c in 0..gu {
+                #[unroll]
+                for j in 0..gk {
+                    let k = k0 + j * kb;
+                    let i = row + off + (u0 + c) * in_w + k;
+                    before[c * gk + j] = F::new(0.0);
+                    if u0 + c < out_w && k < in_w {
+                        before[c * gk + j] = row_before::<F>(partials, i, first);
+                    }
+                }
+            }
+        }
         for t in 0..tile {
             let mut av = Array::<F>::new(gk);
             #[unroll]
@@ -292,7 +310,13 @@ pub fn backward<F: Float>(
                 let k = k0 + j * kb;
                 if u0 + c < out_w && k < in_w {
                     let i = row + off + (u0 + c) * in_w + k;
-                    add_to_row::<F>(partials, i, g[c * gk + j], first, end, layer.half);
+                    let v = g[c * gk + j];
+                    if comptime!(ahead) {
+                        let b = before[c * gk + j];
+                        put_row::<F>(partials, i, v, b, first, end, layer.half);
+                    } else {
+                        add_to_row::<F>(partials, i, v, first, end, layer.half);
+                    }
                 }
             }
         }

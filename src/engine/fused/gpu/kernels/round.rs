@@ -92,16 +92,44 @@ pub fn add_to_row<F: Float>(
     end: F,
     #[comptime] half: Option<Half>,
 ) {
+    let before = row_before::<F>(partials, i, first);
+    put_row::<F>(partials, i, g, before, first, end, half);
+}
+
+/// What entry `i` of the partial rows holds before a tile adds into it (0
+/// on the cube's `first` tile, which writes the row): read ahead of the
+/// tile's sums, its latency is hidden behind them.
+#[cube]
+pub fn row_before<F: Float>(partials: &Array<F>, i: usize, first: bool) -> F {
+    let mut v = F::new(0.0);
+    if !first {
+        v = partials[i];
+    }
+    v
+}
+
+/// [`add_to_row`] with the entry read beforehand ([`row_before`]): the same
+/// arithmetic, bit for bit.
+#[cube]
+pub fn put_row<F: Float>(
+    partials: &mut Array<F>,
+    i: usize,
+    g: F,
+    before: F,
+    first: bool,
+    end: F,
+    #[comptime] half: Option<Half>,
+) {
     if comptime!(half.is_some()) {
         let mut v = g;
         if !first {
-            v += partials[i];
+            v += before;
         }
         partials[i] = v * end;
     } else if first {
         partials[i] = g;
     } else {
-        partials[i] += g;
+        partials[i] = before + g;
     }
 }
 

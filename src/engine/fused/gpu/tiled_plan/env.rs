@@ -55,7 +55,7 @@ pub(super) fn parse(text: &str) -> Option<Override> {
             grad_u,
             grad_k,
             cube,
-            lined: false,
+            ..Blocks::default()
         },
         tile,
     })

@@ -146,6 +146,7 @@ pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
             grad_k,
             cube,
             lined,
+            ..Blocks::default()
         };
     }
     if tile < FULL_BLOCKS {
@@ -171,6 +172,7 @@ pub fn tiled_blocks(s: &Shape, tile: usize, cuda: bool, lined: bool) -> Blocks {
         grad_k: 4,
         cube: forward.next_power_of_two().clamp(128, 256),
         lined,
+        ..Blocks::default()
     }
 }
 
