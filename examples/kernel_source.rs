@@ -14,14 +14,18 @@
 //! `FERROFIT_TENSOR_PLAN` names another layout, as on the GPU.
 //!
 //! `cargo run --example kernel_source -- seed [--out DIR]` writes the
-//! persistent kernel of the seed job instead, `DIR/seed_persistent.cu`.
+//! persistent kernel of the seed job instead, `DIR/seed_persistent.cu`, and
+//! `… -- tiled 128x4 [--vulkan] [--out DIR]` the f32 tiled kernel as CUDA
+//! runs it (`--vulkan`: in the layout NVIDIA's Vulkan driver gets, still as
+//! CUDA C++), `DIR/128x4_tiled[_vulkan].cu` (`FERROFIT_TILED_BLOCKS`,
+//! `FERROFIT_ROWS_AHEAD` name other blocks and passes, as on the GPU).
 
 use anyhow::{anyhow, Result};
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
     persistent_steps, scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv,
-    SM90_SHARED, VULKAN_NVIDIA_SHARED,
+    tiled_pass, SM90_SHARED, VULKAN_NVIDIA_SHARED,
 };
 
 fn main() -> Result<()> {
@@ -36,16 +40,30 @@ fn main() -> Result<()> {
         println!("{path}");
         return Ok(());
     }
-    let (h, l) = model
-        .split_once('x')
-        .ok_or_else(|| anyhow!("name the model as WIDTHxLAYERS, e.g. 64x3"))?;
+    if model == "tiled" {
+        let (h, l) = width_layers(args.get(1).map_or("128x4", String::as_str))?;
+        std::fs::create_dir_all(out)?;
+        let vulkan = args.iter().any(|a| a == "--vulkan");
+        let (src, tile, b) = tiled_pass(&device, seed_shape(h, l), vulkan)?;
+        let path = format!(
+            "{out}/{h}x{l}_tiled{}.cu",
+            if vulkan { "_vulkan" } else { "" }
+        );
+        std::fs::write(&path, src)?;
+        println!(
+            "{path}: tile {tile}, blocks {}x{}, weight gradients {}x{}, {} units, lined {}, rows ahead {}",
+            b.points, b.units, b.grad_u, b.grad_k, b.cube, b.lined, b.rows_ahead
+        );
+        return Ok(());
+    }
+    let (h, l) = width_layers(model)?;
     let count: usize = flag(&args, "--count").map_or(Ok(1), str::parse)?;
     let (precision, ty) = match args.iter().any(|a| a == "--f16") {
         true => (Precision::F16, "f16"),
         false => (Precision::Bf16, "bf16"),
     };
     std::fs::create_dir_all(out)?;
-    let shape = seed_shape(h.parse()?, l.parse()?);
+    let shape = seed_shape(h, l);
     let spirv = args.iter().any(|a| a == "--spirv");
     for k in 0..count {
         // The file's bytes and what to say of them.
@@ -73,4 +91,12 @@ fn main() -> Result<()> {
 fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     let at = args.iter().position(|a| a == name)?;
     args.get(at + 1).map(String::as_str)
+}
+
+/// `WIDTHxLAYERS` (e.g. `64x3`) as numbers.
+fn width_layers(model: &str) -> Result<(usize, usize)> {
+    let (h, l) = model
+        .split_once('x')
+        .ok_or_else(|| anyhow!("name the model as WIDTHxLAYERS, e.g. 64x3"))?;
+    Ok((h.parse()?, l.parse()?))
 }

@@ -1,14 +1,15 @@
 //! The tensor-core passes compiled for GPUs this machine need not have
 //! (`kernel_source`), from a wgpu device (lavapipe in CI): CUDA C++ whose
 //! shared layout is the same at every compile, SPIR-V that NVIDIA's Vulkan
-//! driver can build.
+//! driver can build; and the f32 tiled kernel's CUDA C++ in the layouts of
+//! an sm_90 device's CUDA and NVIDIA's Vulkan driver.
 
 use super::common;
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
-    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, SM90_SHARED,
-    VULKAN_NVIDIA_SHARED,
+    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, tiled_pass,
+    SM90_SHARED, VULKAN_NVIDIA_SHARED,
 };
 
 /// The wgpu device the passes are defined on, where test `name` has one.
@@ -79,6 +80,49 @@ fn tensor_pass_spirv_reads_no_component_of_a_scalar() {
                 0,
                 "{hidden} × {layers} {precision:?}: components of scalar loads"
             );
+        }
+    }
+}
+
+/// The f32 tiled kernel compiles through CubeCL's CUDA compiler in the
+/// layout an sm_90 device runs it in — its 16-byte lined passes, which CI
+/// never launches (lavapipe takes the one-value passes) — and in the layout
+/// of NVIDIA's Vulkan driver (48 KiB: a smaller tile, one value a load),
+/// with its shared arrays placed alike at every compile (the tile first).
+/// `benches/device/registers.py` counts the registers of either.
+#[test]
+fn tiled_kernel_compiles_in_cuda_and_vulkan_layouts() {
+    let Some(device) = device("tiled_kernel_compiles_in_cuda_and_vulkan_layouts") else {
+        return;
+    };
+    for (hidden, layers) in [(64, 3), (128, 4), (96, 2)] {
+        let shape = seed_shape(hidden, layers);
+        let (cuda, cuda_tile, cuda_blocks) =
+            tiled_pass(&device, shape, false).expect("CubeCL's CUDA compiler takes the kernel");
+        let (vulkan, vulkan_tile, vulkan_blocks) =
+            tiled_pass(&device, shape, true).expect("CubeCL's CUDA compiler takes the kernel");
+        let at = format!("{hidden} × {layers}");
+        assert!(cuda_blocks.lined && !vulkan_blocks.lined, "{at}");
+        // The lined passes load four floats at a time; the one-value ones never.
+        assert!(cuda.contains("float_4"), "{at}: no 16-byte loads");
+        assert!(!vulkan.contains("float_4"), "{at}: 16-byte loads");
+        assert!(
+            cuda.contains("tiled_grad") && vulkan.contains("tiled_grad"),
+            "{at}"
+        );
+        assert!(
+            vulkan_tile < cuda_tile,
+            "{at}: {vulkan_tile} ≥ {cuda_tile} points"
+        );
+        for (src, vulkan) in [(cuda, false), (vulkan, true)] {
+            let layout = shared_layout(&src);
+            assert_eq!(layout.len(), 2, "{at}: {layout:?}");
+            // The loss scratch (1 KiB) after the tile, not before it.
+            assert!(layout[1].0 > 1024, "{at}: the tile first, {layout:?}");
+            for _ in 0..3 {
+                let (again, _, _) = tiled_pass(&device, shape, vulkan).expect("compiles");
+                assert_eq!(shared_layout(&again), layout, "{at}: another layout");
+            }
         }
     }
 }

@@ -18,10 +18,11 @@
 //! - `kernels/`: the `#[cube]` kernels themselves, one file a kernel family,
 //!   and the device math they share. A new kernel is a new file there plus
 //!   its launch;
-//! - `kernel_source` (with both `wgpu` and `cuda`): the tensor-core pass's
-//!   CUDA C++ (and SPIR-V for NVIDIA's Vulkan driver) without that GPU, for
-//!   counting its registers, checking its shared layout and validating it
-//!   anywhere;
+//! - `kernel_source/` (with both `wgpu` and `cuda`): the tensor-core pass's,
+//!   the f32 tiled kernel's and the persistent kernel's CUDA C++ (and the
+//!   tensor-core pass's SPIR-V for NVIDIA's Vulkan driver) without that GPU,
+//!   for counting their registers, checking their shared layout and
+//!   validating them anywhere;
 //! - `limits`: the shared memory of the GPUs ferrofit is measured on (the
 //!   planners' tests and `kernel_source` plan against them);
 //! - `compiler`: which shader compiler CubeCL runs them through, in words

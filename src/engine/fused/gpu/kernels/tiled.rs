@@ -39,6 +39,7 @@ use crate::engine::fused::gpu::kernels::layers::{
 use crate::engine::fused::gpu::kernels::lined::{self, LINE};
 use crate::engine::fused::gpu::kernels::math::{loss_grad, loss_value};
 use crate::engine::fused::gpu::kernels::ops::cube_sum;
+use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::kernels::tile::{
     first_rows, hidden_stride, tile_values, LOSS_SCRATCH,
 };
@@ -79,6 +80,11 @@ pub fn tiled_grad<F: Float + CubeElement>(
     let per = comptime!(tile_values(&shape, lined));
     let mut buf = SharedMemory::<F>::new(comptime!(tile * per + LINE));
     let mut red = SharedMemory::<F>::new(LOSS_SCRATCH);
+    // Placed in this order at every compile, the tile first (`rows::claim`;
+    // in a hash set's order otherwise: 94 or 96 registers at 2 × 32, one
+    // layout or the other a process).
+    rows::claim::<F>(&mut buf);
+    rows::claim::<F>(&mut red);
     let si = comptime!(stride(inputs));
     // Offsets in `buf`: hidden layer 1's rows, one hidden layer's rows, its a
     // within them, the output deltas. A layer's δ goes over its first row.
@@ -232,6 +238,8 @@ pub fn tiled_grad<F: Float + CubeElement>(
     if unit == 0usize {
         partials[row + np] = total;
     }
+    rows::release::<F>(buf);
+    rows::release::<F>(red);
 }
 
 /// Where a tile's gradients go in the partial rows: the cube's row, whether
