@@ -1,15 +1,16 @@
 //! The tensor-core passes compiled for GPUs this machine need not have
 //! (`kernel_source`), from a wgpu device (lavapipe in CI): CUDA C++ whose
 //! shared layout is the same at every compile, SPIR-V that NVIDIA's Vulkan
-//! driver can build; and the f32 tiled kernel's CUDA C++ in the layouts of
-//! an sm_90 device's CUDA and NVIDIA's Vulkan driver.
+//! driver can build; the f32 tiled kernel's CUDA C++ in the layouts of an
+//! sm_90 device's CUDA and NVIDIA's Vulkan driver; the persistent kernel's
+//! shared layout.
 
 use super::common;
 use cubecl::wgpu::WgpuDevice;
 use ferrofit::config::Precision;
 use ferrofit::engine::fused::gpu::kernel_source::{
-    scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv, tiled_pass,
-    SM90_SHARED, VULKAN_NVIDIA_SHARED,
+    persistent_steps, scalar_extracts, seed_shape, shared_layout, tensor_pass, tensor_pass_spirv,
+    tiled_pass, SM90_SHARED, VULKAN_NVIDIA_SHARED,
 };
 
 /// The wgpu device the passes are defined on, where test `name` has one.
@@ -124,5 +125,26 @@ fn tiled_kernel_compiles_in_cuda_and_vulkan_layouts() {
                 assert_eq!(shared_layout(&again), layout, "{at}: another layout");
             }
         }
+    }
+}
+
+/// The persistent kernel (the seed job's steps) places its seven shared
+/// arrays alike at every compile: in a hash set's order before, a new one
+/// each compile (127 or 128 registers on an sm_90 device).
+#[test]
+fn persistent_kernel_lays_shared_memory_out_alike_at_every_compile() {
+    let Some(device) = device("persistent_kernel_lays_shared_memory_out_alike_at_every_compile")
+    else {
+        return;
+    };
+    let compile = || {
+        let src = persistent_steps(&device, seed_shape(10, 1))
+            .expect("CubeCL's CUDA compiler takes the kernel");
+        shared_layout(&src)
+    };
+    let first = compile();
+    assert_eq!(first.len(), 7, "{first:?}");
+    for _ in 0..3 {
+        assert_eq!(compile(), first, "another layout");
     }
 }

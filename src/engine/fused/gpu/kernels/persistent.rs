@@ -32,6 +32,7 @@
 use crate::engine::fused::gpu::kernels::args::{Exchange, Points, Rule, State, Walk};
 use crate::engine::fused::gpu::kernels::math::{new_m, new_p, new_v};
 use crate::engine::fused::gpu::kernels::ops::{cube_gradient, cube_sum};
+use crate::engine::fused::gpu::kernels::rows;
 use crate::engine::fused::gpu::shape::{Pass, Shape};
 use cubecl::prelude::*;
 
@@ -121,6 +122,15 @@ pub fn fused_steps<F: Float + CubeElement>(
     let mut red = SharedMemory::<F>::new(scratch);
     let mut flag = SharedMemory::<u32>::new(1usize);
     let mut bcast = SharedMemory::<F>::new(1usize);
+    // Placed in this order at every compile (`rows::claim`; in a hash set's
+    // order otherwise, a new one every compile: 127 or 128 registers).
+    rows::claim::<F>(&mut w);
+    rows::claim::<F>(&mut ms);
+    rows::claim::<F>(&mut vs);
+    rows::claim::<F>(&mut row);
+    rows::claim::<F>(&mut red);
+    rows::claim::<u32>(&mut flag);
+    rows::claim::<F>(&mut bcast);
     let mut k = t;
     while k < width {
         w[k] = F::new(0.0);
@@ -243,4 +253,11 @@ pub fn fused_steps<F: Float + CubeElement>(
             }
         }
     }
+    rows::release::<F>(w);
+    rows::release::<F>(ms);
+    rows::release::<F>(vs);
+    rows::release::<F>(row);
+    rows::release::<F>(red);
+    rows::release::<u32>(flag);
+    rows::release::<F>(bcast);
 }
