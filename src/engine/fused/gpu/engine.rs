@@ -16,7 +16,7 @@ use crate::engine::fused::gpu::buffers::{pod_bytes, Buffers};
 use crate::engine::fused::gpu::compiler::{compiler, nvrtc, spirv};
 use crate::engine::fused::gpu::kernels::ops::{row_reduction, use_planes};
 use crate::engine::fused::gpu::kernels::split::split_lanes;
-use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead, rows_ahead};
+use crate::engine::fused::gpu::knobs::{bounds_checks, load_ahead};
 use crate::engine::fused::gpu::memo::Memo;
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::steps::{Persistent, QueuedStep};
@@ -134,10 +134,6 @@ impl<R: Runtime> GpuFused<R> {
         });
         let tile = tensor.map(|p| p.tile).or(tiled.map(|(t, _)| t));
         let blocks = tiled.map_or_else(Blocks::default, |(_, b)| b);
-        let blocks = Blocks {
-            rows_ahead: rows_ahead() && !blocks.lined,
-            ..blocks
-        };
         let max_cubes = match tile {
             Some(_) => (TILED_PARTIALS / (np + 1)).clamp(1, MAX_CUBES),
             None => MAX_CUBES,

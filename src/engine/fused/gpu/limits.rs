@@ -9,3 +9,7 @@ pub const SM90_SHARED: usize = 232_448;
 /// Workgroup memory NVIDIA's Vulkan driver allows a workgroup
 /// (`maxComputeSharedMemorySize`, 48 KiB), in bytes.
 pub const VULKAN_NVIDIA_SHARED: usize = 49_152;
+
+/// Threads a cube may have on an H100 or H200 (CUDA's
+/// `MAX_THREADS_PER_BLOCK`).
+pub const SM90_UNITS: usize = 1024;

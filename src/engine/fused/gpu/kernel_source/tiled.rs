@@ -10,19 +10,14 @@
 
 use super::{compile, compile_only, compiler_error, placeholder, sm90_options, CudaTarget};
 use crate::engine::fused::gpu::kernels::args::{Batch, BatchLaunch, Points, PointsLaunch};
-use crate::engine::fused::gpu::kernels::ops::row_reduction;
 use crate::engine::fused::gpu::kernels::tiled::tiled_grad::TiledGrad;
-use crate::engine::fused::gpu::knobs::rows_ahead;
-use crate::engine::fused::gpu::limits::{SM90_SHARED, VULKAN_NVIDIA_SHARED};
+use crate::engine::fused::gpu::limits::{SM90_SHARED, SM90_UNITS, VULKAN_NVIDIA_SHARED};
 use crate::engine::fused::gpu::shape::{Blocks, Pass, Shape};
 use crate::engine::fused::gpu::tiled_plan::{tiled_layout, TiledDevice};
 use crate::error::Result;
 use cubecl::cuda::CudaCompiler;
 use cubecl::prelude::*;
 use cubecl::wgpu::WgpuDevice;
-
-/// Units a cube an sm_90 device allows.
-const SM90_UNITS: usize = 1024;
 
 /// The f32 tiled kernel for `shape` as an sm_90 device runs it (with
 /// `vulkan`, in the layout of NVIDIA's Vulkan driver), in CUDA C++, defined
@@ -44,17 +39,10 @@ pub fn tiled_pass(
         checked: false,
     };
     let (tile, blocks) = tiled_layout(&shape, sm90, None);
-    let blocks = Blocks {
-        rows_ahead: rows_ahead() && !blocks.lined,
-        ..blocks
-    };
-    let (scatter, scratch) = row_reduction(shape.params() + 1, true, 32, 1);
+    // The one-layer kernels' fields (row reduction, loads ahead, lanes) do
+    // not reach this kernel.
     let pass = Pass {
         plane: true,
-        scatter,
-        scratch,
-        ahead: 1,
-        lanes: 1,
         tile,
         blocks,
         ..Pass::default()

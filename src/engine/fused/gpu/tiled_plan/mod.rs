@@ -12,6 +12,7 @@ use crate::engine::fused::gpu::kernels::lined;
 use crate::engine::fused::gpu::kernels::tile::{
     tile_bytes, tile_points, FULL_BLOCKS, LOSS_SCRATCH,
 };
+use crate::engine::fused::gpu::knobs::rows_ahead;
 use crate::engine::fused::gpu::shape::{Blocks, Shape};
 use env::{overridden, Override};
 
@@ -48,10 +49,14 @@ impl TiledDevice {
 /// The tiled kernel's tile and blocks for `s`'s model on `dev`: those
 /// `FERROFIT_TILED_BLOCKS` names (the tile where it fits), else
 /// [`tile_points`] and [`tiled_blocks`]; in cubes of `threads` units where
-/// the run names them (`--tiled-threads`), at most as many as `dev` allows.
+/// the run names them (`--tiled-threads`), at most as many as `dev` allows;
+/// the one-value passes' partial rows read ahead where `FERROFIT_ROWS_AHEAD`
+/// asks (`Blocks::rows_ahead`).
 pub fn tiled_layout(s: &Shape, dev: TiledDevice, threads: Option<usize>) -> (usize, Blocks) {
     // FERROFIT_TILED_BLOCKS, read (and warned about) once.
-    layout(s, dev, overridden(), threads)
+    let (tile, b) = layout(s, dev, overridden(), threads);
+    let rows_ahead = rows_ahead() && !b.lined;
+    (tile, Blocks { rows_ahead, ..b })
 }
 
 /// [`tiled_layout`] with the choice `named` (what `FERROFIT_TILED_BLOCKS`
